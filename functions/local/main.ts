@@ -1,0 +1,20 @@
+// `npm start`: the whole pipeline on one machine. Until the local mode lands (issue 8) this says
+// what exists so far instead of pretending to run.
+const built = [
+  'test fixtures: moto server (AWS) and the fake Kubernetes API server (test/support/)',
+];
+const pending = [
+  'controller core (functions/core, functions/sync)',
+  'AWS NLB provider (functions/aws)',
+  'service-sync and node-sync functions, DynamoDB state',
+  'in-cluster forwarder',
+  'CDK infrastructure (infra/)',
+  'local mode: embedded cluster + moto, driven by npm start',
+];
+
+console.log('serverless-service-controller: local mode is not built yet.');
+console.log('\nBuilt so far:');
+for (const item of built) console.log(`  - ${item}`);
+console.log('\nNot built yet:');
+for (const item of pending) console.log(`  - ${item}`);
+console.log('\nRun the tests with: npm test');

@@ -1,0 +1,494 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { isJsonObject, type Json, type JsonObject } from './patches';
+import {
+  KubeApiError,
+  matchesLabels,
+  ObjectStore,
+  parseLabelSelector,
+  resources,
+  type PatchType,
+  type ResourceName,
+  type StoredObject,
+  type WatchEvent,
+} from './store';
+
+export interface FakeKubeApiServerOptions {
+  /** How often a watch that asked for bookmarks gets one (default 1 s). */
+  readonly bookmarkIntervalMs?: number;
+  /** When set, every request must carry `Authorization: Bearer <token>`. */
+  readonly token?: string;
+  /** Report a compacted watch resourceVersion as HTTP 410 instead of an in-stream ERROR event. */
+  readonly goneAsHttpStatus?: boolean;
+}
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly contentType: string | undefined;
+  readonly status: number;
+}
+
+export interface RequestMatcher {
+  readonly method?: string;
+  readonly path?: RegExp;
+}
+
+interface PendingFailure {
+  remaining: number;
+  readonly status: number;
+  readonly match: RequestMatcher;
+}
+
+interface Route {
+  readonly resource: ResourceName;
+  readonly namespace: string | undefined;
+  readonly name: string | undefined;
+  readonly subresource: 'status' | undefined;
+}
+
+interface Snapshot {
+  readonly items: StoredObject[];
+  readonly resourceVersion: string;
+}
+
+const patchTypes: Record<string, PatchType> = {
+  'application/json-patch+json': 'json',
+  'application/merge-patch+json': 'merge',
+  'application/strategic-merge-patch+json': 'strategic',
+};
+
+/**
+ * An in-process Kubernetes API server for core/v1 Services, Nodes and Events, spoken to over real
+ * HTTP. It keeps the semantics clients depend on (resourceVersions, paginated lists, resumable
+ * watches, finalizers, the status subresource, patch types, Status errors) and has hooks to inject
+ * the faults a controller must survive.
+ */
+export class FakeKubeApiServer {
+  readonly store = new ObjectStore();
+  readonly requests: RecordedRequest[] = [];
+  private readonly server: Server;
+  private readonly watches = new Set<ServerResponse>();
+  private readonly bookmarkers = new Set<() => void>();
+  private readonly snapshots = new Map<string, Snapshot>();
+  private nextSnapshot = 1;
+  private failures: PendingFailure[] = [];
+  private latencyMs = 0;
+
+  private constructor(private readonly options: FakeKubeApiServerOptions) {
+    this.server = createServer((req, res) => {
+      void this.handle(req, res);
+    });
+  }
+
+  static async start(options: FakeKubeApiServerOptions = {}): Promise<FakeKubeApiServer> {
+    const fake = new FakeKubeApiServer(options);
+    await new Promise<void>((resolve, reject) => {
+      fake.server.once('error', reject);
+      fake.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    return fake;
+  }
+
+  get url(): string {
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  /** A client configuration for this server (plain HTTP needs skipTLSVerify in client-node). */
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
+      users: [{ name: 'fake', token: this.options.token ?? 'fake-token' }],
+      contexts: [{ name: 'fake', cluster: 'fake', user: 'fake' }],
+      currentContext: 'fake',
+    });
+    return kc;
+  }
+
+  /** The same configuration as a kubeconfig file's text (JSON is valid YAML). */
+  kubeconfigText(): string {
+    return this.kubeConfig().exportConfig();
+  }
+
+  get openWatches(): number {
+    return this.watches.size;
+  }
+
+  /** The next `count` requests (matching `match`) fail with `status` (429 carries Retry-After). */
+  failNextRequests(count: number, status: number, match: RequestMatcher = {}): void {
+    this.failures.push({ remaining: count, status, match });
+  }
+
+  setLatency(ms: number): void {
+    this.latencyMs = ms;
+  }
+
+  /** Ends every open watch cleanly, as the API server does on its timeout or a restart. */
+  dropWatches(): void {
+    for (const res of this.watches) res.end();
+  }
+
+  /** Cuts every open watch connection abruptly (the client sees a network error). */
+  resetWatches(): void {
+    for (const res of this.watches) res.socket?.destroy();
+  }
+
+  /** Sends a BOOKMARK now to every watch that asked for bookmarks. */
+  sendBookmarks(): void {
+    for (const send of this.bookmarkers) send();
+  }
+
+  /** Compacts history and forgets list snapshots: older resourceVersions and continue tokens get 410. */
+  compact(): void {
+    this.store.compact();
+    this.snapshots.clear();
+  }
+
+  async stop(): Promise<void> {
+    this.resetWatches();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const method = req.method ?? 'GET';
+    res.on('finish', () => {
+      this.requests.push({
+        method,
+        path: url.pathname,
+        query: url.searchParams,
+        contentType: req.headers['content-type'],
+        status: res.statusCode,
+      });
+    });
+    try {
+      if (this.latencyMs > 0) await sleep(this.latencyMs);
+      this.checkAuthorization(req);
+      this.injectFailure(method, url.pathname);
+      if (url.pathname === '/version') {
+        sendJson(res, 200, { major: '1', minor: '34', gitVersion: 'v1.34.0-fake' });
+        return;
+      }
+      const route = parseRoute(url.pathname);
+      const body =
+        method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : null;
+      this.dispatch(method, route, url.searchParams, req, res, body);
+    } catch (error) {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      if (error instanceof KubeApiError) {
+        if (error.code === 429) res.setHeader('Retry-After', '1');
+        sendJson(res, error.code, statusBody(error));
+      } else {
+        sendJson(res, 500, statusBody(new KubeApiError(500, 'InternalError', String(error))));
+      }
+    }
+  }
+
+  private dispatch(
+    method: string,
+    route: Route,
+    query: URLSearchParams,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Json,
+  ): void {
+    const { resource, namespace, name, subresource } = route;
+    const ns = namespace ?? '';
+    if (name === undefined) {
+      if (method === 'GET' && (query.get('watch') === 'true' || query.get('watch') === '1')) {
+        this.watch(route, query, res);
+      } else if (method === 'GET') {
+        sendJson(res, 200, this.list(route, query));
+      } else if (method === 'POST') {
+        if (resources[resource].namespaced && namespace === undefined) {
+          throw new KubeApiError(405, 'MethodNotAllowed', 'create needs a namespace in the path');
+        }
+        sendJson(res, 201, this.store.create(resource, ns, body));
+      } else {
+        throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed on a collection`);
+      }
+      return;
+    }
+    switch (method) {
+      case 'GET':
+        sendJson(res, 200, this.store.get(resource, ns, name));
+        return;
+      case 'PUT':
+        sendJson(res, 200, this.store.update(resource, ns, name, body, subresource));
+        return;
+      case 'PATCH': {
+        const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+        const type = patchTypes[contentType];
+        if (type === undefined) {
+          throw new KubeApiError(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format: ${contentType}`,
+          );
+        }
+        sendJson(res, 200, this.store.patch(resource, ns, name, type, body, subresource));
+        return;
+      }
+      case 'DELETE': {
+        const deleted = this.store.delete(resource, ns, name);
+        sendJson(res, 200, resource === 'services' ? deleted : successStatus(resource, name));
+        return;
+      }
+      default:
+        throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed`);
+    }
+  }
+
+  private list(route: Route, query: URLSearchParams): JsonObject {
+    const kind = resources[route.resource].kind;
+    const token = query.get('continue');
+    let snapshot: Snapshot;
+    let offset = 0;
+    if (token) {
+      const decoded = decodeContinue(token);
+      const found = decoded && this.snapshots.get(decoded.snapshot);
+      if (!decoded || !found) {
+        throw new KubeApiError(
+          410,
+          'Expired',
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
+        );
+      }
+      snapshot = found;
+      offset = decoded.offset;
+    } else {
+      snapshot = {
+        items: this.store.list(route.resource, {
+          namespace: route.namespace,
+          labelSelector: query.get('labelSelector') ?? undefined,
+        }),
+        resourceVersion: String(this.store.currentRevision),
+      };
+    }
+    const limit = Number(query.get('limit') ?? '0');
+    const end = limit > 0 ? offset + limit : snapshot.items.length;
+    const metadata: JsonObject = { resourceVersion: snapshot.resourceVersion };
+    if (end < snapshot.items.length) {
+      let id = decodeContinue(token ?? '')?.snapshot;
+      if (id === undefined) {
+        id = String(this.nextSnapshot++);
+        this.snapshots.set(id, snapshot);
+      }
+      metadata.continue = Buffer.from(JSON.stringify({ snapshot: id, offset: end })).toString(
+        'base64url',
+      );
+      metadata.remainingItemCount = snapshot.items.length - end;
+    }
+    return {
+      apiVersion: 'v1',
+      kind: `${kind}List`,
+      metadata,
+      items: snapshot.items.slice(offset, end),
+    };
+  }
+
+  private watch(route: Route, query: URLSearchParams, res: ServerResponse): void {
+    const selector = parseLabelSelector(query.get('labelSelector') ?? undefined);
+    const requested = query.get('resourceVersion');
+    const matches = (event: WatchEvent): boolean =>
+      event.resource === route.resource &&
+      (route.namespace === undefined || event.namespace === route.namespace) &&
+      matchesLabels(event.object, selector);
+    const write = (payload: JsonObject): void => {
+      if (!res.writableEnded) res.write(`${JSON.stringify(payload)}\n`);
+    };
+    let fromRevision: number;
+    const initial: StoredObject[] = [];
+    if (requested === null || requested === '' || requested === '0') {
+      // Unset and "0" both start with synthetic ADDED events for the current objects.
+      initial.push(
+        ...this.store.list(route.resource, {
+          namespace: route.namespace,
+          labelSelector: query.get('labelSelector') ?? undefined,
+        }),
+      );
+      fromRevision = this.store.currentRevision;
+    } else {
+      fromRevision = Number(requested);
+      if (!Number.isInteger(fromRevision)) {
+        throw new KubeApiError(400, 'BadRequest', `invalid resourceVersion: ${requested}`);
+      }
+    }
+    if (fromRevision < this.store.oldestWatchableRevision && this.options.goneAsHttpStatus) {
+      throw new KubeApiError(410, 'Expired', `too old resource version: ${fromRevision}`);
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    res.flushHeaders();
+    this.watches.add(res);
+    for (const object of initial) write({ type: 'ADDED', object });
+    let unsubscribe = (): void => undefined;
+    try {
+      unsubscribe = this.store.subscribe(fromRevision, (event) => {
+        if (matches(event)) write({ type: event.type, object: event.object });
+      });
+    } catch (error) {
+      if (!(error instanceof KubeApiError)) throw error;
+      write({ type: 'ERROR', object: statusBody(error) });
+      this.watches.delete(res);
+      res.end();
+      return;
+    }
+    const timers: NodeJS.Timeout[] = [];
+    const sendBookmark = (): void =>
+      write({
+        type: 'BOOKMARK',
+        object: {
+          apiVersion: 'v1',
+          kind: resources[route.resource].kind,
+          metadata: { resourceVersion: String(this.store.currentRevision) },
+        },
+      });
+    if (query.get('allowWatchBookmarks') === 'true') {
+      this.bookmarkers.add(sendBookmark);
+      timers.push(setInterval(sendBookmark, this.options.bookmarkIntervalMs ?? 1000));
+    }
+    const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '0');
+    if (timeoutSeconds > 0) timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000));
+    const release = (): void => {
+      unsubscribe();
+      timers.forEach(clearTimeout);
+      this.bookmarkers.delete(sendBookmark);
+      this.watches.delete(res);
+    };
+    res.on('close', release);
+    res.on('finish', release);
+  }
+
+  private checkAuthorization(req: IncomingMessage): void {
+    if (this.options.token === undefined) return;
+    if (req.headers.authorization !== `Bearer ${this.options.token}`) {
+      throw new KubeApiError(401, 'Unauthorized', 'Unauthorized');
+    }
+  }
+
+  private injectFailure(method: string, path: string): void {
+    const failure = this.failures.find(
+      (f) =>
+        f.remaining > 0 &&
+        (f.match.method === undefined || f.match.method === method) &&
+        (f.match.path === undefined || f.match.path.test(path)),
+    );
+    if (failure === undefined) return;
+    failure.remaining -= 1;
+    this.failures = this.failures.filter((f) => f.remaining > 0);
+    const reason = failure.status === 429 ? 'TooManyRequests' : 'InternalError';
+    throw new KubeApiError(failure.status, reason, `injected failure (${failure.status})`);
+  }
+}
+
+function parseRoute(path: string): Route {
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] !== 'api' || parts[1] !== 'v1') {
+    throw new KubeApiError(
+      404,
+      'NotFound',
+      `the server could not find the requested resource (${path})`,
+    );
+  }
+  let rest = parts.slice(2);
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [resource, name, subresource, ...extra] = rest;
+  if (resource === undefined || !(resource in resources) || extra.length > 0) {
+    throw new KubeApiError(
+      404,
+      'NotFound',
+      `the server could not find the requested resource (${path})`,
+    );
+  }
+  const kind = resources[resource as ResourceName];
+  if (subresource !== undefined && (subresource !== 'status' || !kind.hasStatusSubresource)) {
+    throw new KubeApiError(
+      404,
+      'NotFound',
+      `the server could not find the requested resource (${path})`,
+    );
+  }
+  if (kind.namespaced && name !== undefined && namespace === undefined) {
+    throw new KubeApiError(
+      404,
+      'NotFound',
+      `the server could not find the requested resource (${path})`,
+    );
+  }
+  if (!kind.namespaced && namespace !== undefined) {
+    throw new KubeApiError(404, 'NotFound', `${resource} are not namespaced`);
+  }
+  return { resource: resource as ResourceName, namespace, name, subresource };
+}
+
+async function readJson(req: IncomingMessage): Promise<Json> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text) as Json;
+  } catch {
+    throw new KubeApiError(400, 'BadRequest', 'the request body is not valid JSON');
+  }
+}
+
+function decodeContinue(token: string): { snapshot: string; offset: number } | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    if (
+      isJsonObject(value) &&
+      typeof value.snapshot === 'string' &&
+      typeof value.offset === 'number'
+    ) {
+      return { snapshot: value.snapshot, offset: value.offset };
+    }
+  } catch {
+    // fall through: an unreadable token is treated as expired
+  }
+  return undefined;
+}
+
+function statusBody(error: KubeApiError): JsonObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Failure',
+    message: error.message,
+    reason: error.reason,
+    code: error.code,
+  };
+}
+
+function successStatus(resource: ResourceName, name: string): JsonObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Success',
+    details: { name, kind: resource },
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: Json): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
