@@ -3,59 +3,69 @@ import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
-/** The pure core may not reach I/O, the clock, randomness or the environment (DESIGN §1, STYLE). */
-const coreBoundary = {
-  files: ['functions/core/**/*.ts'],
-  rules: {
-    'no-restricted-imports': [
-      'error',
-      {
-        patterns: [
-          { regex: '^node:', message: 'functions/core is pure: no Node built-ins.' },
-          {
-            regex: '^(fs|http|https|net|dns|child_process|crypto|os|path|process|timers)(/|$)',
-            message: 'functions/core is pure: no Node built-ins.',
-          },
-          {
-            regex: '^@aws-sdk/',
-            message: 'functions/core is pure: AWS calls belong in functions/aws.',
-          },
-          {
-            regex: '^@smithy/',
-            message: 'functions/core is pure: AWS calls belong in functions/aws.',
-          },
-          {
-            regex: '^@kubernetes/',
-            message: 'functions/core is pure: Kubernetes calls belong in functions/kube.',
-          },
-          {
-            regex: '^\\.\\./',
-            message: 'functions/core imports only from functions/core (dependencies point inward).',
-          },
-        ],
-      },
-    ],
-    'no-restricted-globals': [
-      'error',
-      { name: 'process', message: 'Inject configuration instead of reading the environment.' },
-      { name: 'fetch', message: 'functions/core is pure: no I/O.' },
-      { name: 'setTimeout', message: 'Inject a clock.' },
-      { name: 'setInterval', message: 'Inject a clock.' },
-    ],
-    'no-restricted-properties': [
-      'error',
-      { object: 'Date', property: 'now', message: 'Inject a clock.' },
-      { object: 'Math', property: 'random', message: 'Inject randomness.' },
-    ],
-    'no-restricted-syntax': [
-      'error',
-      {
-        selector: "NewExpression[callee.name='Date'][arguments.length=0]",
-        message: 'Inject a clock.',
-      },
-    ],
-  },
-};
+/**
+ * functions/core and functions/sync may not reach I/O, the clock, randomness or the environment
+ * (DESIGN §1, STYLE): adapters are injected through the ports in functions/sync/ports.ts.
+ * Dependencies point inward: core imports only core; sync imports core and sync.
+ */
+function pureBoundary(files, outwardImport, outwardMessage) {
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^node:', message: 'Pure code: no Node built-ins.' },
+            {
+              regex:
+                '^(fs|http|https|net|dns|child_process|crypto|os|path|process|timers|worker_threads)(/|$)',
+              message: 'Pure code: no Node built-ins.',
+            },
+            { regex: '^@aws-sdk/', message: 'Pure code: AWS calls belong in functions/aws.' },
+            { regex: '^@smithy/', message: 'Pure code: AWS calls belong in functions/aws.' },
+            {
+              regex: '^@kubernetes/',
+              message: 'Pure code: Kubernetes calls belong in functions/kube.',
+            },
+            { regex: outwardImport, message: outwardMessage },
+          ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'Inject configuration instead of reading the environment.' },
+        { name: 'fetch', message: 'Pure code: no I/O.' },
+        { name: 'setTimeout', message: 'Inject a clock.' },
+        { name: 'setInterval', message: 'Inject a clock.' },
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Date', property: 'now', message: 'Inject a clock.' },
+        { object: 'Math', property: 'random', message: 'Inject randomness.' },
+        { object: 'console', message: 'Pure code: no I/O; return what happened instead.' },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'Inject a clock.',
+        },
+      ],
+    },
+  };
+}
+
+const coreBoundary = pureBoundary(
+  ['functions/core/**/*.ts'],
+  '^\\.\\./',
+  'functions/core imports only from functions/core (dependencies point inward).',
+);
+const useCaseBoundary = pureBoundary(
+  ['functions/sync/**/*.ts'],
+  '^\\.\\./(?!core/)',
+  'functions/sync imports only functions/core and functions/sync.',
+);
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', 'coverage/'] },
@@ -79,5 +89,6 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   coreBoundary,
+  useCaseBoundary,
   prettier,
 );

@@ -1,0 +1,67 @@
+/**
+ * The error taxonomy (DESIGN §4). Adapters translate SDK and API errors into these; callers pick
+ * the handling from the kind: backoff, a fixed delay, a Warning only, or an alarm.
+ */
+export type ErrorKind = 'retryable' | 'requeue-after' | 'busy' | 'terminal' | 'invariant';
+
+export abstract class ControllerError extends Error {
+  abstract readonly kind: ErrorKind;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Throttling, 5xx, timeouts, an unavailable API: retry with per-key exponential backoff (S6). */
+export class RetryableError extends ControllerError {
+  override readonly name = 'RetryableError';
+  readonly kind = 'retryable';
+}
+
+/** Not a failure: come back after a fixed delay (NLB provisioning, a security group still in use). */
+export class RequeueAfterError extends ControllerError {
+  override readonly name = 'RequeueAfterError';
+  readonly kind = 'requeue-after';
+  constructor(
+    message: string,
+    readonly seconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Another worker holds the key's lease: not a failure, the holder runs once more. */
+export class BusyError extends ControllerError {
+  override readonly name = 'BusyError';
+  readonly kind = 'busy';
+}
+
+/** The user's spec cannot be served: a Warning event once, no hot retry; the next change re-enqueues. */
+export class TerminalError extends ControllerError {
+  override readonly name = 'TerminalError';
+  readonly kind = 'terminal';
+}
+
+/** An impossible state: a bug. Thrown, alarmed on. */
+export class InvariantError extends ControllerError {
+  override readonly name = 'InvariantError';
+  readonly kind = 'invariant';
+}
+
+/** The object the call was about does not exist (Kubernetes 404). */
+export class NotFoundError extends ControllerError {
+  override readonly name = 'NotFoundError';
+  readonly kind = 'terminal';
+}
+
+/**
+ * How an error is handled. Errors we did not classify are retried with backoff, as upstream
+ * retries every sync error; a bug therefore ends in the DLQ after the receive limit, not in a loop.
+ */
+export function errorKind(error: unknown): ErrorKind {
+  return error instanceof ControllerError ? error.kind : 'retryable';
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

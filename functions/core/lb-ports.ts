@@ -1,0 +1,79 @@
+import { TerminalError } from './errors';
+import type { Service, ServicePort } from './objects';
+
+export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP';
+
+/** One NLB listener: a Service port number, its protocol, and the nodePort its targets use. */
+export interface LoadBalancerPort {
+  readonly port: number;
+  readonly protocol: ListenerProtocol;
+  readonly nodePort: number;
+  /** The Service port names merged into this listener. */
+  readonly names: readonly string[];
+}
+
+/** Network Load Balancer quota: listeners per load balancer. */
+export const maxListeners = 50;
+
+/**
+ * The listeners a Service needs (S14): one per port and protocol, except that TCP and UDP on the
+ * same port become one TCP_UDP listener, which AWS allows only with one target port, so both must
+ * share a nodePort. Throws a TerminalError naming every problem.
+ */
+export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
+  const problems: string[] = [];
+  const byPort = new Map<number, ServicePort[]>();
+  const servicePorts = service.spec?.ports ?? [];
+  if (servicePorts.length === 0) problems.push('a LoadBalancer Service needs at least one port');
+  for (const port of servicePorts) {
+    const protocol = port.protocol ?? 'TCP';
+    if (protocol !== 'TCP' && protocol !== 'UDP') {
+      problems.push(
+        `port ${port.port}/${protocol}: Network Load Balancers support TCP and UDP only`,
+      );
+      continue;
+    }
+    if (!port.nodePort) {
+      problems.push(`port ${port.port}/${protocol} has no nodePort: instance targets need one`);
+      continue;
+    }
+    byPort.set(port.port, [...(byPort.get(port.port) ?? []), port]);
+  }
+  const listeners: LoadBalancerPort[] = [];
+  for (const [portNumber, ports] of [...byPort].sort(([a], [b]) => a - b)) {
+    const protocols = ports.map((p) => p.protocol ?? 'TCP');
+    if (new Set(protocols).size !== protocols.length) {
+      problems.push(`port ${portNumber} is listed twice with the same protocol`);
+      continue;
+    }
+    const names = ports.map((p) => p.name ?? '');
+    const [first, second] = ports;
+    if (first === undefined) continue;
+    if (second === undefined) {
+      listeners.push({
+        port: portNumber,
+        protocol: (first.protocol ?? 'TCP') as 'TCP' | 'UDP',
+        nodePort: first.nodePort ?? 0,
+        names,
+      });
+    } else if (first.nodePort !== second.nodePort) {
+      problems.push(
+        `ports ${portNumber}/TCP and ${portNumber}/UDP must use the same nodePort to share a TCP_UDP listener (they use ${first.nodePort ?? 0} and ${second.nodePort ?? 0})`,
+      );
+    } else {
+      listeners.push({
+        port: portNumber,
+        protocol: 'TCP_UDP',
+        nodePort: first.nodePort ?? 0,
+        names,
+      });
+    }
+  }
+  if (listeners.length > maxListeners) {
+    problems.push(
+      `${listeners.length} listeners exceed the Network Load Balancer limit of ${maxListeners}`,
+    );
+  }
+  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  return listeners;
+}

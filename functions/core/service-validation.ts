@@ -1,0 +1,41 @@
+import { TerminalError } from './errors';
+import { loadBalancerPorts, type LoadBalancerPort } from './lb-ports';
+import type { Service } from './objects';
+
+/**
+ * Service fields this controller cannot honour. Each gets a terminal Warning that names it rather
+ * than being silently ignored (DESIGN §2).
+ */
+export function unsupportedFields(service: Service): string[] {
+  const spec = service.spec ?? {};
+  const problems: string[] = [];
+  if (spec.allocateLoadBalancerNodePorts === false) {
+    problems.push(
+      'spec.allocateLoadBalancerNodePorts: false is not supported (instance targets need NodePorts)',
+    );
+  }
+  if (spec.loadBalancerIP !== undefined && spec.loadBalancerIP !== '') {
+    problems.push(
+      'spec.loadBalancerIP is not supported by Network Load Balancers (use Elastic IP annotations)',
+    );
+  }
+  const families = spec.ipFamilies ?? ['IPv4'];
+  if (families.length > 1 || families.some((family) => family !== 'IPv4')) {
+    problems.push(`spec.ipFamilies ${JSON.stringify(families)} is not supported: only IPv4 is`);
+  }
+  return problems;
+}
+
+/** Everything the core can check about a Service before any cloud call; throws a TerminalError naming every problem. */
+export function validateLoadBalancerService(service: Service): LoadBalancerPort[] {
+  const problems = unsupportedFields(service);
+  let ports: LoadBalancerPort[] = [];
+  try {
+    ports = loadBalancerPorts(service);
+  } catch (error) {
+    if (!(error instanceof TerminalError)) throw error;
+    problems.push(error.message);
+  }
+  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  return ports;
+}

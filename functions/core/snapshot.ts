@@ -1,0 +1,19 @@
+import type { Service } from './objects';
+
+/**
+ * The part of a Service that state keeps so its load balancer can be deleted after the Service is
+ * gone (S7): identity, annotations and spec. Status, finalizers and timestamps are left out, so it
+ * is plain JSON.
+ */
+export function serviceSnapshot(service: Service): Service {
+  const metadata = service.metadata ?? {};
+  return structuredClone({
+    metadata: {
+      name: metadata.name,
+      namespace: metadata.namespace,
+      uid: metadata.uid,
+      ...(metadata.annotations ? { annotations: { ...metadata.annotations } } : {}),
+    },
+    spec: service.spec ?? {},
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * The ports the use cases are written against. Adapters (functions/aws, functions/kube) implement
+ * them for AWS and Kubernetes; test/support has in-memory versions that record every call.
+ */
+import type { ControllerEvent } from '../core/events';
+import type { JsonValue } from '../core/hash';
+import type { Host } from '../core/hosts';
+import type { ServiceKey } from '../core/keys';
+import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
+import type { LoadBalancerStatus, Node, ObjectReference, Service } from '../core/objects';
+
+/** What the provider keeps between calls (ARNs and the like): opaque to the core, stored as JSON. */
+export type ProviderState = { readonly [key: string]: JsonValue | undefined };
+
+export interface EnsureResult {
+  readonly status: LoadBalancerStatus;
+  readonly state: ProviderState;
+  /** Come back after this many seconds (e.g. the NLB is still provisioning); no backoff growth. */
+  readonly requeueAfterSeconds?: number | undefined;
+}
+
+export interface UpdateResult {
+  readonly state: ProviderState;
+}
+
+export interface DeleteResult {
+  readonly state: ProviderState;
+  /**
+   * Some resources could not be deleted yet (a security group in use for minutes after its NLB is
+   * gone): come back after this many seconds; the finalizer stays until nothing is left.
+   */
+  readonly requeueAfterSeconds?: number | undefined;
+}
+
+/**
+ * The cloud-provider LoadBalancer interface, extended: provider state goes in and comes back, and
+ * "requeue after N s" can be signalled. Errors are thrown as core errors (RetryableError,
+ * TerminalError, ...); anything else is treated as retryable.
+ */
+export interface LoadBalancerProvider {
+  /** Part of every checkpoint: a change (configuration, model version) re-ensures every Service once. */
+  readonly fingerprint: string;
+  getLoadBalancerName(service: Service): string;
+  /**
+   * Whether anything we own for the Service still exists, found by stored state or ownership tags
+   * (not only the NLB), and its status if the NLB exists.
+   */
+  getLoadBalancer(
+    service: Service,
+    state: ProviderState | undefined,
+  ): Promise<{ readonly exists: boolean; readonly status?: LoadBalancerStatus | undefined }>;
+  ensureLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    state: ProviderState | undefined,
+  ): Promise<EnsureResult>;
+  updateLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    state: ProviderState | undefined,
+  ): Promise<UpdateResult>;
+  /** Deletes everything owned for the Service; must not stop early because the NLB is already gone. */
+  ensureLoadBalancerDeleted(
+    service: Service,
+    state: ProviderState | undefined,
+  ): Promise<DeleteResult>;
+}
+
+/** The Kubernetes API as the use cases need it. */
+export interface KubernetesApi {
+  /** The live Service, or undefined when it does not exist (404). */
+  getService(namespace: string, name: string): Promise<Service | undefined>;
+  /** Adds a finalizer, keeping every other one. */
+  addFinalizer(service: Service, finalizer: string): Promise<void>;
+  /** Removes one finalizer, keeping every other one. */
+  removeFinalizer(service: Service, finalizer: string): Promise<void>;
+  /** Writes status.loadBalancer through the status subresource; throws NotFoundError when the Service is gone. */
+  patchServiceStatus(service: Service, status: LoadBalancerStatus): Promise<void>;
+  listNodes(): Promise<Node[]>;
+}
+
+/** Records Kubernetes Events (source component `service-controller`); never throws. */
+export interface EventRecorder {
+  record(object: ObjectReference, event: ControllerEvent): Promise<void>;
+}
+
+/** What state keeps for one Service: what the seed's serviceCache held, and more (DESIGN §3). */
+export interface ServiceRecord {
+  readonly key: ServiceKey;
+  readonly uid: string;
+  /** Enough of the Service to delete its LB after it is gone; written before the first AWS change. */
+  readonly snapshot: Service;
+  readonly provider: ProviderState;
+  /** Set after a successful Ensure, cleared before changing AWS. */
+  readonly checkpoint?: string | undefined;
+  /** The status the last Ensure returned. */
+  readonly status?: LoadBalancerStatus | undefined;
+  /** Hash of the hosts the LB last got. */
+  readonly hostsHash?: string | undefined;
+  readonly updatedAt: string;
+}
+
+/**
+ * State that replaces the seed's in-memory serviceCache, knownHosts and servicesToUpdate. The
+ * runtime keeps more on the same items (lease, failure count, dirty flag): an adapter must write
+ * only the fields named here and leave the others alone.
+ */
+export interface StateStore {
+  getService(key: ServiceKey): Promise<ServiceRecord | undefined>;
+  putService(record: ServiceRecord): Promise<void>;
+  deleteService(key: ServiceKey): Promise<void>;
+  listServiceHosts(): Promise<ServiceHostsState[]>;
+  getEligibleHosts(): Promise<EligibleHosts | undefined>;
+  putEligibleHosts(hosts: EligibleHosts): Promise<void>;
+}
+
+export interface Clock {
+  now(): Date;
+}

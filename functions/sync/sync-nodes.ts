@@ -1,0 +1,30 @@
+import type { ServiceKey } from '../core/keys';
+import { planNodeSync } from '../core/node-sync-plan';
+import type { SyncDependencies } from './dependencies';
+
+export interface NodeSyncResult {
+  /** Services whose LB needs a host update: enqueue each key for syncHosts. */
+  readonly servicesToUpdate: readonly ServiceKey[];
+  readonly eligibleHosts: number;
+  readonly changed: boolean;
+}
+
+/**
+ * One node-sync pass: list Nodes, decide the eligible host set, store it when it changed, warn about
+ * nodes that cannot be targets, and name the Services whose LB has other hosts.
+ */
+export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult> {
+  const [nodes, previous, services] = await Promise.all([
+    deps.kube.listNodes(),
+    deps.state.getEligibleHosts(),
+    deps.state.listServiceHosts(),
+  ]);
+  const plan = planNodeSync(nodes, deps.nodePolicy, previous, services);
+  if (plan.changed) await deps.state.putEligibleHosts(plan.eligible);
+  for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
+  return {
+    servicesToUpdate: plan.servicesToUpdate,
+    eligibleHosts: plan.eligible.hosts.length,
+    changed: plan.changed,
+  };
+}
