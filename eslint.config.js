@@ -7,6 +7,10 @@ import tseslint from 'typescript-eslint';
  * functions/core and functions/sync may not reach I/O, the clock, randomness or the environment
  * (DESIGN §1, STYLE): adapters are injected through the ports in functions/sync/ports.ts.
  * Dependencies point inward: core imports only core; sync imports core and sync.
+ * @param {string[]} files
+ * @param {string} outwardImport
+ * @param {string} outwardMessage
+ * @returns {import('eslint').Linter.Config}
  */
 function pureBoundary(files, outwardImport, outwardMessage) {
   return {

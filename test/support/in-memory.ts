@@ -1,0 +1,392 @@
+/**
+ * In-memory implementations of the use-case ports. Every call is appended to one shared CallLog,
+ * so tests can assert the order of calls across ports (finalizer before any cloud call, and so on).
+ */
+import type { ClaimPolicy } from '../../functions/core/claim';
+import { NotFoundError } from '../../functions/core/errors';
+import type { ControllerEvent } from '../../functions/core/events';
+import type { Host } from '../../functions/core/hosts';
+import type { ServiceKey } from '../../functions/core/keys';
+import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
+import type { NodePolicy } from '../../functions/core/node-policy';
+import type {
+  LoadBalancerStatus,
+  Node,
+  ObjectReference,
+  Service,
+} from '../../functions/core/objects';
+import type { SyncDependencies } from '../../functions/sync/dependencies';
+import type {
+  Clock,
+  DeleteResult,
+  EnsureResult,
+  EventRecorder,
+  KubernetesApi,
+  LoadBalancerProvider,
+  ProviderState,
+  ServiceRecord,
+  StateStore,
+  UpdateResult,
+} from '../../functions/sync/ports';
+
+export interface Call {
+  readonly port: 'kube' | 'provider' | 'state' | 'events';
+  readonly method: string;
+  /** A short, readable description of the arguments: the key, finalizer, reason, ... */
+  readonly detail: string;
+}
+
+export class CallLog {
+  readonly calls: Call[] = [];
+
+  add(port: Call['port'], method: string, detail = ''): void {
+    this.calls.push({ port, method, detail });
+  }
+
+  /** `port.method detail` lines, optionally only of some ports. */
+  lines(...ports: Call['port'][]): string[] {
+    return this.calls
+      .filter((c) => ports.length === 0 || ports.includes(c.port))
+      .map((c) => `${c.port}.${c.method}${c.detail ? ` ${c.detail}` : ''}`);
+  }
+
+  indexOf(line: string): number {
+    return this.lines().findIndex((l) => l === line || l.startsWith(`${line} `));
+  }
+
+  clear(): void {
+    this.calls.length = 0;
+  }
+}
+
+/** A queue of errors to throw from named methods, one per call. */
+class FaultPlan {
+  private readonly pending = new Map<string, unknown[]>();
+
+  failNext(method: string, error: unknown, times = 1): void {
+    const queue = this.pending.get(method) ?? [];
+    for (let i = 0; i < times; i++) queue.push(error);
+    this.pending.set(method, queue);
+  }
+
+  check(method: string): void {
+    const queue = this.pending.get(method);
+    if (queue !== undefined && queue.length > 0) throw queue.shift();
+  }
+}
+
+function keyOf(namespace: string | undefined, name: string | undefined): string {
+  return `${namespace ?? ''}/${name ?? ''}`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+type MutableService = {
+  metadata?: Record<string, unknown> & { finalizers?: string[] };
+  spec?: unknown;
+  status?: { loadBalancer?: LoadBalancerStatus };
+};
+
+/** A Kubernetes API holding Services and Nodes. Services handed out are deep-frozen copies (S13). */
+export class InMemoryKubernetes implements KubernetesApi {
+  private readonly services = new Map<string, Service>();
+  nodes: Node[] = [];
+  readonly faults = new FaultPlan();
+  /** Runs after getService returns, to change the world between read and write. */
+  afterGet: (() => void) | undefined;
+
+  constructor(private readonly log: CallLog) {}
+
+  put(service: Service): void {
+    this.services.set(
+      keyOf(service.metadata?.namespace, service.metadata?.name),
+      structuredClone(service),
+    );
+  }
+
+  remove(namespace: string, name: string): void {
+    this.services.delete(keyOf(namespace, name));
+  }
+
+  stored(namespace: string, name: string): Service | undefined {
+    return this.services.get(keyOf(namespace, name));
+  }
+
+  getService(namespace: string, name: string): Promise<Service | undefined> {
+    this.log.add('kube', 'getService', keyOf(namespace, name));
+    this.faults.check('getService');
+    const found = this.services.get(keyOf(namespace, name));
+    const copy = found === undefined ? undefined : deepFreeze(structuredClone(found));
+    this.afterGet?.();
+    return Promise.resolve(copy);
+  }
+
+  addFinalizer(service: Service, finalizer: string): Promise<void> {
+    return this.changeFinalizers('addFinalizer', service, finalizer, (list) =>
+      list.includes(finalizer) ? list : [...list, finalizer],
+    );
+  }
+
+  removeFinalizer(service: Service, finalizer: string): Promise<void> {
+    return this.changeFinalizers('removeFinalizer', service, finalizer, (list) =>
+      list.filter((f) => f !== finalizer),
+    );
+  }
+
+  patchServiceStatus(service: Service, status: LoadBalancerStatus): Promise<void> {
+    const key = keyOf(service.metadata?.namespace, service.metadata?.name);
+    this.log.add('kube', 'patchServiceStatus', `${key} ${JSON.stringify(status)}`);
+    this.faults.check('patchServiceStatus');
+    const stored = this.services.get(key) as MutableService | undefined;
+    if (stored === undefined)
+      return Promise.reject(new NotFoundError(`services "${key}" not found`));
+    stored.status = { ...(stored.status ?? {}), loadBalancer: structuredClone(status) };
+    return Promise.resolve();
+  }
+
+  listNodes(): Promise<Node[]> {
+    this.log.add('kube', 'listNodes');
+    this.faults.check('listNodes');
+    return Promise.resolve(structuredClone(this.nodes));
+  }
+
+  private changeFinalizers(
+    method: string,
+    service: Service,
+    finalizer: string,
+    change: (list: string[]) => string[],
+  ): Promise<void> {
+    const key = keyOf(service.metadata?.namespace, service.metadata?.name);
+    this.log.add('kube', method, `${key} ${finalizer}`);
+    this.faults.check(method);
+    const stored = this.services.get(key) as MutableService | undefined;
+    if (stored === undefined)
+      return Promise.reject(new NotFoundError(`services "${key}" not found`));
+    const metadata = (stored.metadata ??= {});
+    metadata.finalizers = change([...(metadata.finalizers ?? [])]);
+    if (metadata.finalizers.length === 0 && metadata.deletionTimestamp !== undefined) {
+      this.services.delete(key);
+    }
+    return Promise.resolve();
+  }
+}
+
+/** One fake NLB, keyed by the owning Service's UID as ownership tags would be. */
+export interface FakeLoadBalancer {
+  readonly name: string;
+  readonly serviceKey: string;
+  hosts: string[];
+  annotations: Record<string, string>;
+}
+
+/** A cloud that records its calls and keeps fake load balancers. */
+export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
+  fingerprint = 'fake-provider-v1';
+  readonly balancers = new Map<string, FakeLoadBalancer>();
+  readonly faults = new FaultPlan();
+  /** How many more delete calls report resources still in use (a security group, say). */
+  deletesStillInUse = 0;
+  /** How many more ensure calls report the NLB as still provisioning. */
+  ensuresProvisioning = 0;
+  /** When set, ensure creates the LB and then throws this (a partial create). */
+  failAfterCreate: Error | undefined;
+
+  constructor(private readonly log: CallLog) {}
+
+  getLoadBalancerName(service: Service): string {
+    return `k8s-${service.metadata?.namespace ?? ''}-${service.metadata?.name ?? ''}`.slice(0, 32);
+  }
+
+  getLoadBalancer(
+    service: Service,
+    _state: ProviderState | undefined,
+  ): Promise<{ exists: boolean; status?: LoadBalancerStatus }> {
+    this.log.add('provider', 'getLoadBalancer', this.describe(service));
+    this.faults.check('getLoadBalancer');
+    const lb = this.balancers.get(service.metadata?.uid ?? '');
+    return Promise.resolve(
+      lb === undefined ? { exists: false } : { exists: true, status: statusOf(lb) },
+    );
+  }
+
+  ensureLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    _state: ProviderState | undefined,
+  ): Promise<EnsureResult> {
+    this.log.add(
+      'provider',
+      'ensureLoadBalancer',
+      `${this.describe(service)} hosts=${hosts.map((h) => h.name).join(',')}`,
+    );
+    this.faults.check('ensureLoadBalancer');
+    const uid = service.metadata?.uid ?? '';
+    const lb: FakeLoadBalancer = {
+      name: this.getLoadBalancerName(service),
+      serviceKey: keyOf(service.metadata?.namespace, service.metadata?.name),
+      hosts: hosts.map((h) => h.instanceId),
+      annotations: { ...(service.metadata?.annotations ?? {}) },
+    };
+    this.balancers.set(uid, lb);
+    if (this.failAfterCreate !== undefined) {
+      const error = this.failAfterCreate;
+      this.failAfterCreate = undefined;
+      return Promise.reject(error);
+    }
+    const provisioning = this.ensuresProvisioning > 0;
+    if (provisioning) this.ensuresProvisioning -= 1;
+    return Promise.resolve({
+      status: statusOf(lb),
+      state: { loadBalancerArn: `arn:fake:${lb.name}` },
+      ...(provisioning ? { requeueAfterSeconds: 15 } : {}),
+    });
+  }
+
+  updateLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    state: ProviderState | undefined,
+  ): Promise<UpdateResult> {
+    this.log.add(
+      'provider',
+      'updateLoadBalancer',
+      `${this.describe(service)} hosts=${hosts.map((h) => h.name).join(',')}`,
+    );
+    this.faults.check('updateLoadBalancer');
+    const lb = this.balancers.get(service.metadata?.uid ?? '');
+    if (lb === undefined) return Promise.reject(new Error('LoadBalancerNotFound'));
+    lb.hosts = hosts.map((h) => h.instanceId);
+    return Promise.resolve({ state: state ?? {} });
+  }
+
+  ensureLoadBalancerDeleted(
+    service: Service,
+    state: ProviderState | undefined,
+  ): Promise<DeleteResult> {
+    this.log.add('provider', 'ensureLoadBalancerDeleted', this.describe(service));
+    this.faults.check('ensureLoadBalancerDeleted');
+    this.balancers.delete(service.metadata?.uid ?? '');
+    if (this.deletesStillInUse > 0) {
+      this.deletesStillInUse -= 1;
+      return Promise.resolve({ state: state ?? {}, requeueAfterSeconds: 30 });
+    }
+    return Promise.resolve({ state: {} });
+  }
+
+  private describe(service: Service): string {
+    return `${keyOf(service.metadata?.namespace, service.metadata?.name)} uid=${service.metadata?.uid ?? ''}`;
+  }
+}
+
+function statusOf(lb: FakeLoadBalancer): LoadBalancerStatus {
+  return { ingress: [{ hostname: `${lb.name}.elb.us-east-1.amazonaws.com` }] };
+}
+
+export class InMemoryStateStore implements StateStore {
+  readonly records = new Map<ServiceKey, ServiceRecord>();
+  eligibleHosts: EligibleHosts | undefined;
+  readonly faults = new FaultPlan();
+
+  constructor(private readonly log: CallLog) {}
+
+  getService(key: ServiceKey): Promise<ServiceRecord | undefined> {
+    this.log.add('state', 'getService', key);
+    this.faults.check('getService');
+    const record = this.records.get(key);
+    return Promise.resolve(record === undefined ? undefined : structuredClone(record));
+  }
+
+  putService(record: ServiceRecord): Promise<void> {
+    this.log.add(
+      'state',
+      'putService',
+      `${record.key} checkpoint=${record.checkpoint === undefined ? 'none' : 'set'}`,
+    );
+    this.faults.check('putService');
+    // Stored as JSON, as DynamoDB would: anything not serialisable fails here.
+    this.records.set(record.key, JSON.parse(JSON.stringify(record)) as ServiceRecord);
+    return Promise.resolve();
+  }
+
+  deleteService(key: ServiceKey): Promise<void> {
+    this.log.add('state', 'deleteService', key);
+    this.faults.check('deleteService');
+    this.records.delete(key);
+    return Promise.resolve();
+  }
+
+  listServiceHosts(): Promise<ServiceHostsState[]> {
+    this.log.add('state', 'listServiceHosts');
+    return Promise.resolve(
+      [...this.records.values()].map((r) => ({ key: r.key, hostsHash: r.hostsHash })),
+    );
+  }
+
+  getEligibleHosts(): Promise<EligibleHosts | undefined> {
+    this.log.add('state', 'getEligibleHosts');
+    return Promise.resolve(
+      this.eligibleHosts === undefined ? undefined : structuredClone(this.eligibleHosts),
+    );
+  }
+
+  putEligibleHosts(hosts: EligibleHosts): Promise<void> {
+    this.log.add('state', 'putEligibleHosts', `${hosts.hosts.length} hosts`);
+    this.eligibleHosts = structuredClone(hosts);
+    return Promise.resolve();
+  }
+}
+
+export interface RecordedEvent extends ControllerEvent {
+  readonly object: ObjectReference;
+}
+
+export class RecordingEventRecorder implements EventRecorder {
+  readonly events: RecordedEvent[] = [];
+
+  constructor(private readonly log: CallLog) {}
+
+  record(object: ObjectReference, event: ControllerEvent): Promise<void> {
+    this.log.add('events', 'record', `${event.type} ${event.reason}`);
+    this.events.push({ object, ...event });
+    return Promise.resolve();
+  }
+
+  /** `Type Reason` lines, for compact assertions. */
+  reasons(): string[] {
+    return this.events.map((e) => `${e.type} ${e.reason}`);
+  }
+}
+
+export class FixedClock implements Clock {
+  constructor(public current = new Date('2026-11-30T12:00:00Z')) {}
+
+  now(): Date {
+    return new Date(this.current);
+  }
+}
+
+/** A complete set of in-memory dependencies sharing one call log. */
+export function inMemoryWorld(options: { claim: ClaimPolicy; nodePolicy?: NodePolicy }) {
+  const log = new CallLog();
+  const kube = new InMemoryKubernetes(log);
+  const provider = new InMemoryLoadBalancerProvider(log);
+  const state = new InMemoryStateStore(log);
+  const events = new RecordingEventRecorder(log);
+  const clock = new FixedClock();
+  const deps: SyncDependencies = {
+    kube,
+    provider,
+    state,
+    events,
+    clock,
+    claim: options.claim,
+    nodePolicy: options.nodePolicy ?? 'stable',
+  };
+  return { log, kube, provider, state, events, clock, deps };
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { TerminalError } from '../../../functions/core/errors';
+import { loadBalancerPorts } from '../../../functions/core/lb-ports';
+import type { ServicePort } from '../../../functions/core/objects';
+import { validateLoadBalancerService } from '../../../functions/core/service-validation';
+import { makeService } from '../../support/core-objects';
+
+const withPorts = (ports: ServicePort[]) => makeService({ ports });
+
+describe('load balancer ports (S14)', () => {
+  it('makes one TCP or UDP listener per port', () => {
+    const ports = loadBalancerPorts(
+      withPorts([
+        { name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 },
+        { name: 'syslog', protocol: 'UDP', port: 514, nodePort: 30514 },
+      ]),
+    );
+    expect(ports).toEqual([
+      { port: 80, protocol: 'TCP', nodePort: 30080, names: ['http'] },
+      { port: 514, protocol: 'UDP', nodePort: 30514, names: ['syslog'] },
+    ]);
+  });
+
+  it('merges TCP and UDP on the same port into one TCP_UDP listener', () => {
+    const ports = loadBalancerPorts(
+      withPorts([
+        { name: 'dns-tcp', protocol: 'TCP', port: 53, nodePort: 30053 },
+        { name: 'dns-udp', protocol: 'UDP', port: 53, nodePort: 30053 },
+      ]),
+    );
+    expect(ports).toEqual([
+      { port: 53, protocol: 'TCP_UDP', nodePort: 30053, names: ['dns-tcp', 'dns-udp'] },
+    ]);
+  });
+
+  it('rejects TCP and UDP on one port with different nodePorts, saying so', () => {
+    const service = withPorts([
+      { name: 'dns-tcp', protocol: 'TCP', port: 53, nodePort: 30053 },
+      { name: 'dns-udp', protocol: 'UDP', port: 53, nodePort: 30054 },
+    ]);
+    expect(() => loadBalancerPorts(service)).toThrow(TerminalError);
+    expect(() => loadBalancerPorts(service)).toThrow(
+      'ports 53/TCP and 53/UDP must use the same nodePort to share a TCP_UDP listener (they use 30053 and 30054)',
+    );
+  });
+
+  it('rejects SCTP, missing nodePorts and more than 50 listeners', () => {
+    expect(() =>
+      loadBalancerPorts(withPorts([{ protocol: 'SCTP', port: 9, nodePort: 30009 }])),
+    ).toThrow(/TCP and UDP only/);
+    expect(() => loadBalancerPorts(withPorts([{ protocol: 'TCP', port: 80 }]))).toThrow(
+      /has no nodePort/,
+    );
+    const many = Array.from({ length: 51 }, (_, i) => ({
+      protocol: 'TCP',
+      port: 1000 + i,
+      nodePort: 30000 + i,
+    }));
+    expect(() => loadBalancerPorts(withPorts(many))).toThrow(
+      '51 listeners exceed the Network Load Balancer limit of 50',
+    );
+  });
+
+  it('rejects a Service without ports', () => {
+    expect(() => loadBalancerPorts(withPorts([]))).toThrow(/at least one port/);
+  });
+});
+
+describe('unsupported Service fields', () => {
+  it.each([
+    [
+      { allocateLoadBalancerNodePorts: false },
+      'spec.allocateLoadBalancerNodePorts: false is not supported',
+    ],
+    [{ loadBalancerIP: '1.2.3.4' }, 'spec.loadBalancerIP is not supported'],
+    [{ ipFamilies: ['IPv4', 'IPv6'] }, 'spec.ipFamilies ["IPv4","IPv6"] is not supported'],
+  ])('names %j in a terminal error', (spec, message) => {
+    expect(() => validateLoadBalancerService(makeService({ spec }))).toThrow(message);
+  });
+
+  it('reports every problem at once', () => {
+    const service = makeService({
+      spec: { loadBalancerIP: '1.2.3.4' },
+      ports: [{ protocol: 'SCTP', port: 9, nodePort: 1 }],
+    });
+    expect(() => validateLoadBalancerService(service)).toThrow(/loadBalancerIP.*; port 9\/SCTP/);
+  });
+
+  it('accepts an ordinary LoadBalancer Service', () => {
+    expect(validateLoadBalancerService(makeService())).toHaveLength(2);
+  });
+});
