@@ -3,6 +3,7 @@ import { finalizerFor, hasFinalizer, needsCleanup, wantsLoadBalancer } from '../
 import { errorMessage, NotFoundError } from '../core/errors';
 import { events, type ControllerEvent } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
+import { needsUpdate } from '../core/needs-update';
 import {
   isBeingDeleted,
   serviceReference,
@@ -31,6 +32,7 @@ export async function syncService(key: ServiceKey, deps: SyncDependencies): Prom
     return outcomeOf(error);
   }
   if (service === undefined) return deleteRecorded(record, deps);
+  if (record !== undefined) await announceChanges(record.snapshot, service, deps);
   if (record !== undefined && record.uid !== (service.metadata?.uid ?? '')) {
     // S8: the same name with a new UID is a new Service; the old one's resources go first.
     const outcome = await deleteRecorded(record, deps);
@@ -46,6 +48,20 @@ export async function syncService(key: ServiceKey, deps: SyncDependencies): Prom
   } catch (error) {
     await deps.events.record(serviceReference(live), events.syncFailed(errorMessage(error)));
     return outcomeOf(error);
+  }
+}
+
+/**
+ * S3: the seed emitted a Normal event per changed field from its informer; the forwarder only
+ * filters, so the sync tells the user what changed since the snapshot of the last Ensure.
+ */
+async function announceChanges(
+  snapshot: Service,
+  live: Service,
+  deps: SyncDependencies,
+): Promise<void> {
+  for (const change of needsUpdate(snapshot, live, deps.claim)) {
+    if (change.event !== undefined) await deps.events.record(serviceReference(live), change.event);
   }
 }
 

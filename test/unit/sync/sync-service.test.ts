@@ -161,6 +161,72 @@ describe('syncService: checkpoint', () => {
   });
 });
 
+describe('syncService: change events (S3)', () => {
+  it('emits the seed’s Normal event for each field changed since the last Ensure', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const current = stored(w)!;
+    w.kube.put({
+      ...current,
+      spec: {
+        ...current.spec,
+        externalTrafficPolicy: 'Local',
+        loadBalancerSourceRanges: ['10.0.0.0/8'],
+      },
+    });
+    w.events.events.length = 0;
+
+    await syncService(key, w.deps);
+    expect(w.events.events.map((e) => `${e.reason}: ${e.message}`)).toEqual([
+      'LoadBalancerSourceRanges: [] -> [10.0.0.0/8]',
+      'ExternalTrafficPolicy: Cluster -> Local',
+      'EnsuringLoadBalancer: Ensuring load balancer',
+      'EnsuredLoadBalancer: Ensured load balancer',
+    ]);
+  });
+
+  it('emits Type when the Service stops wanting a load balancer, before deleting it', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, type: 'ClusterIP' } });
+    w.events.events.length = 0;
+
+    await syncService(key, w.deps);
+    expect(w.events.events[0]).toMatchObject({
+      type: 'Normal',
+      reason: 'Type',
+      message: 'LoadBalancer -> ClusterIP',
+    });
+  });
+
+  it('emits UID when the Service was re-created under the same name', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    w.kube.put(makeService({ uid: 'uid-2' }));
+    w.events.events.length = 0;
+
+    await syncService(key, w.deps);
+    expect(w.events.events[0]).toMatchObject({ reason: 'UID', message: 'uid-1 -> uid-2' });
+  });
+
+  it('does not repeat them on a retry after a failed Ensure', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, externalTrafficPolicy: 'Local' } });
+    w.provider.faults.failNext('ensureLoadBalancer', new RetryableError('Throttling'));
+    await syncService(key, w.deps);
+    w.events.events.length = 0;
+
+    await syncService(key, w.deps);
+    expect(w.events.reasons()).toEqual([
+      'Normal EnsuringLoadBalancer',
+      'Normal EnsuredLoadBalancer',
+    ]);
+  });
+});
+
 describe('syncService: status (S12)', () => {
   it('skips the status patch when the status is unchanged', async () => {
     const w = world();
@@ -230,6 +296,7 @@ describe('syncService: delete branch (S9)', () => {
     expect(stored(w)?.metadata?.finalizers).toEqual([]);
     expect(stored(w)?.status?.loadBalancer).toEqual({});
     expect(w.events.reasons()).toEqual([
+      'Normal Type',
       'Normal DeletingLoadBalancer',
       'Normal DeletedLoadBalancer',
     ]);
@@ -354,6 +421,7 @@ describe('syncService: Service gone (S7) and re-created (S8)', () => {
       `provider.ensureLoadBalancer ${key} uid=uid-2 hosts=node-a,node-b`,
     ]);
     expect(w.events.events.map((e) => `${e.reason} ${e.object.uid}`)).toEqual([
+      'UID uid-2',
       'DeletingLoadBalancer uid-1',
       'DeletedLoadBalancer uid-1',
       'EnsuringLoadBalancer uid-2',
@@ -382,13 +450,13 @@ describe('syncService: errors (S11, DESIGN §4)', () => {
   });
 
   it.each([
-    ['retryable', new RetryableError('Throttling'), 'retry'],
-    ['unclassified', new Error('socket hang up'), 'retry'],
-    ['terminal', new TerminalError('invalid annotation x.io/scheme: "public"'), 'terminal'],
-    ['requeue-after', new RequeueAfterError('still provisioning', 20), 'requeue-after'],
+    ['retryable', 'retry', new RetryableError('Throttling')],
+    ['unclassified', 'retry', new Error('socket hang up')],
+    ['terminal', 'terminal', new TerminalError('invalid annotation x.io/scheme: "public"')],
+    ['requeue-after', 'requeue-after', new RequeueAfterError('still provisioning', 20)],
   ])(
     'a %s provider error becomes a %s outcome with SyncLoadBalancerFailed',
-    async (_name, error, kind) => {
+    async (_name, kind, error) => {
       const w = world();
       w.provider.faults.failNext('ensureLoadBalancer', error);
       const outcome = await syncService(key, w.deps);
