@@ -48,10 +48,13 @@ export class InvariantError extends ControllerError {
   readonly kind = 'invariant';
 }
 
-/** The object the call was about does not exist (Kubernetes 404). */
+/**
+ * The object the call was about does not exist (Kubernetes 404). Retryable: the next pass reads
+ * the world again and takes the path for a vanished object.
+ */
 export class NotFoundError extends ControllerError {
   override readonly name = 'NotFoundError';
-  readonly kind = 'terminal';
+  readonly kind = 'retryable';
 }
 
 /**

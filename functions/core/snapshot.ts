@@ -1,3 +1,4 @@
+import { canonicalJson, type JsonValue } from './hash';
 import type { Service } from './objects';
 
 /**
@@ -16,4 +17,9 @@ export function serviceSnapshot(service: Service): Service {
     },
     spec: service.spec ?? {},
   });
+}
+
+/** Whether two snapshots are the same, whatever the order of their keys. */
+export function sameSnapshot(a: Service, b: Service): boolean {
+  return canonicalJson(a as JsonValue) === canonicalJson(b as JsonValue);
 }

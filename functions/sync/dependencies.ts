@@ -29,5 +29,6 @@ export async function currentEligibleHosts(deps: SyncDependencies): Promise<Elig
   if (stored !== undefined) return stored;
   const plan = planNodeSync(await deps.kube.listNodes(), deps.nodePolicy, undefined, []);
   await deps.state.putEligibleHosts(plan.eligible);
+  for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
   return plan.eligible;
 }

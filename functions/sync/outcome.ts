@@ -1,13 +1,20 @@
-import { InvariantError, RequeueAfterError, TerminalError } from '../core/errors';
+import {
+  errorKind,
+  InvariantError,
+  type RequeueAfterError,
+  type TerminalError,
+} from '../core/errors';
 
 /**
- * How a sync ended, so the caller can choose: forget the key, wait a fixed delay, back off, or
- * only warn. Invariant errors are thrown instead, to alarm.
+ * How a sync ended, so the caller can choose: forget the key, wait a fixed delay, back off, hand
+ * over to the lease holder, or only warn. Invariant errors are thrown instead, to alarm.
  */
 export type SyncOutcome =
   | { readonly kind: 'done' }
   | { readonly kind: 'requeue-after'; readonly seconds: number; readonly reason: string }
   | { readonly kind: 'retry'; readonly error: unknown }
+  /** Someone else holds the key: not a failure, the failure count stays as it is. */
+  | { readonly kind: 'busy'; readonly error: unknown }
   | { readonly kind: 'terminal'; readonly error: TerminalError };
 
 export const done: SyncOutcome = { kind: 'done' };
@@ -18,8 +25,18 @@ export function requeueAfter(seconds: number, reason: string): SyncOutcome {
 
 /** Maps an error to an outcome by its kind (DESIGN §4); invariant errors are rethrown. */
 export function outcomeOf(error: unknown): SyncOutcome {
-  if (error instanceof InvariantError) throw error;
-  if (error instanceof RequeueAfterError) return requeueAfter(error.seconds, error.message);
-  if (error instanceof TerminalError) return { kind: 'terminal', error };
-  return { kind: 'retry', error };
+  switch (errorKind(error)) {
+    case 'invariant':
+      throw error instanceof InvariantError ? error : new InvariantError(String(error));
+    case 'requeue-after': {
+      const requeue = error as RequeueAfterError;
+      return requeueAfter(requeue.seconds, requeue.message);
+    }
+    case 'terminal':
+      return { kind: 'terminal', error: error as TerminalError };
+    case 'busy':
+      return { kind: 'busy', error };
+    case 'retryable':
+      return { kind: 'retry', error };
+  }
 }

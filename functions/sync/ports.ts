@@ -12,6 +12,16 @@ import type { LoadBalancerStatus, Node, ObjectReference, Service } from '../core
 /** What the provider keeps between calls (ARNs and the like): opaque to the core, stored as JSON. */
 export type ProviderState = { readonly [key: string]: JsonValue | undefined };
 
+/**
+ * A provider error may carry the state reached before it failed (`providerState`), so resources
+ * created by a half-finished call are recorded, not only findable by tags later.
+ */
+export function providerStateOf(error: unknown): ProviderState | undefined {
+  if (typeof error !== 'object' || error === null || !('providerState' in error)) return undefined;
+  const state = error.providerState;
+  return typeof state === 'object' && state !== null ? (state as ProviderState) : undefined;
+}
+
 export interface EnsureResult {
   readonly status: LoadBalancerStatus;
   readonly state: ProviderState;
@@ -97,6 +107,8 @@ export interface ServiceRecord {
   readonly status?: LoadBalancerStatus | undefined;
   /** Hash of the hosts the LB last got. */
   readonly hostsHash?: string | undefined;
+  /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
+  readonly deleting?: boolean | undefined;
   readonly updatedAt: string;
 }
 

@@ -1,53 +1,80 @@
 import { checkpointFor } from '../core/checkpoint';
 import { needsCleanup, wantsLoadBalancer } from '../core/claim';
-import { errorMessage, InvariantError } from '../core/errors';
+import { errorKind, errorMessage, InvariantError } from '../core/errors';
 import { events } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
-import { serviceReference, type Service } from '../core/objects';
+import { isBeingDeleted, serviceReference } from '../core/objects';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
+import { syncService } from './sync-service';
 
 /**
  * Brings one Service's LB targets in line with the eligible host set that node sync stored (S16,
- * S17). The message carries only the key: hosts and Service are read fresh. Services that are not
- * ours, or that the service sync has not ensured yet, are left to the service sync.
+ * S17). The message carries only the key: hosts and Service are read fresh. Anything that is not
+ * a plain host update (the Service is gone, no longer ours, being deleted, never ensured, or its
+ * LB has vanished) is handed to syncService, which owns those paths.
  */
 export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promise<SyncOutcome> {
-  let service: Service | undefined;
   try {
     const { namespace, name } = parseServiceKey(key);
-    service = await deps.kube.getService(namespace, name);
-    if (service === undefined) return done;
-    if (!wantsLoadBalancer(service, deps.claim) || needsCleanup(service, deps.claim)) return done;
+    const service = await deps.kube.getService(namespace, name);
     const record = await deps.state.getService(key);
-    if (record === undefined || record.uid !== (service.metadata?.uid ?? '')) return done;
+    if (
+      service === undefined ||
+      record === undefined ||
+      record.uid !== (service.metadata?.uid ?? '') ||
+      !wantsLoadBalancer(service, deps.claim) ||
+      needsCleanup(service, deps.claim) ||
+      isBeingDeleted(service)
+    ) {
+      return await syncService(key, deps);
+    }
     const hosts = await currentEligibleHosts(deps);
     if (record.hostsHash === hosts.hash) return done;
 
     const ref = serviceReference(service);
-    let state = record.provider;
-    try {
-      ({ state } = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider));
-    } catch (error) {
-      if (error instanceof InvariantError) throw error;
-      // S17: a failed update of an LB that no longer exists is not an error.
-      const exists = await deps.provider.getLoadBalancer(service, record.provider).then(
-        (found) => found.exists,
-        () => true,
-      );
-      if (!exists) return done;
-      const names = hosts.hosts.map((host) => host.name);
-      await deps.events.record(ref, events.updateFailed(names, errorMessage(error)));
-      return outcomeOf(error);
-    }
-
-    // Keep the checkpoint valid when it described the LB with its old hosts, so the next service
-    // sync still hits it; otherwise leave it cleared.
     const checkpointInput = {
       service,
       claim: deps.claim,
       providerFingerprint: deps.provider.fingerprint,
     };
+    let state = record.provider;
+    try {
+      ({ state } = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider));
+    } catch (error) {
+      if (error instanceof InvariantError) throw error;
+      // S17: a failed update of an LB that no longer exists is not an error. Drift like that is
+      // repaired by a full Ensure, so the record is marked stale and the service sync takes over.
+      const exists = await deps.provider.getLoadBalancer(service, record.provider).then(
+        (found) => found.exists,
+        () => true,
+      );
+      if (!exists) {
+        await deps.state.putService({
+          ...record,
+          checkpoint: undefined,
+          hostsHash: undefined,
+          updatedAt: deps.clock.now().toISOString(),
+        });
+        return await syncService(key, deps);
+      }
+      const names = hosts.hosts.map((host) => host.name);
+      await deps.events.record(ref, events.updateFailed(names, errorMessage(error)));
+      if (errorKind(error) === 'terminal') {
+        // Warn once: note the attempt, so node sync stops selecting the Service for this host
+        // set, and clear the checkpoint so the next service sync reconciles in full.
+        await deps.state.putService({
+          ...record,
+          hostsHash: hosts.hash,
+          checkpoint: undefined,
+          updatedAt: deps.clock.now().toISOString(),
+        });
+      }
+      return outcomeOf(error);
+    }
+
+    // Keep the checkpoint valid when it described the LB with its old hosts, so the next service
+    // sync still hits it; otherwise leave it cleared.
     const wasCurrent =
       record.hostsHash !== undefined &&
       record.checkpoint === checkpointFor({ ...checkpointInput, hostsHash: record.hostsHash });

@@ -1,6 +1,6 @@
 import { checkpointFor } from '../core/checkpoint';
 import { finalizerFor, hasFinalizer, needsCleanup, wantsLoadBalancer } from '../core/claim';
-import { errorMessage, NotFoundError } from '../core/errors';
+import { errorMessage, NotFoundError, RequeueAfterError } from '../core/errors';
 import { events, type ControllerEvent } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { needsUpdate } from '../core/needs-update';
@@ -11,15 +11,16 @@ import {
   type Service,
 } from '../core/objects';
 import { validateLoadBalancerService } from '../core/service-validation';
-import { serviceSnapshot } from '../core/snapshot';
+import { sameSnapshot, serviceSnapshot } from '../core/snapshot';
 import { loadBalancerStatusEqual } from '../core/status';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
-import type { ServiceRecord } from './ports';
+import { providerStateOf, type ProviderState, type ServiceRecord } from './ports';
 
 /**
  * Syncs one Service key (S4, S7–S13, S19): re-reads the live Service, deletes what state records
  * when it is gone or was re-created with a new UID, then runs the delete or the ensure branch.
+ * Returns how it ended; only invariant errors are thrown.
  */
 export async function syncService(key: ServiceKey, deps: SyncDependencies): Promise<SyncOutcome> {
   let service: Service | undefined;
@@ -41,19 +42,27 @@ export async function syncService(key: ServiceKey, deps: SyncDependencies): Prom
   }
   const live = service;
   try {
-    if (!wantsLoadBalancer(live, deps.claim) || needsCleanup(live, deps.claim)) {
-      return await deleteBranch(live, key, record, deps);
-    }
-    return await ensureBranch(live, key, record, deps);
+    // A Service on its way out gets no new finalizer (the API server refuses one) and no new LB,
+    // even when another controller's finalizer is what keeps it alive.
+    const unwanted =
+      !wantsLoadBalancer(live, deps.claim) ||
+      needsCleanup(live, deps.claim) ||
+      isBeingDeleted(live);
+    return unwanted
+      ? await deleteBranch(live, key, record, deps)
+      : await ensureBranch(live, key, record, deps);
   } catch (error) {
-    await deps.events.record(serviceReference(live), events.syncFailed(errorMessage(error)));
+    // Requeue-after is not a failure (DESIGN §4): no Warning for it.
+    if (!(error instanceof RequeueAfterError)) {
+      await deps.events.record(serviceReference(live), events.syncFailed(errorMessage(error)));
+    }
     return outcomeOf(error);
   }
 }
 
 /**
  * S3: the seed emitted a Normal event per changed field from its informer; the forwarder only
- * filters, so the sync tells the user what changed since the snapshot of the last Ensure.
+ * filters, so the sync tells the user what changed since the snapshot in state.
  */
 async function announceChanges(
   snapshot: Service,
@@ -73,23 +82,33 @@ async function deleteRecorded(
   if (record === undefined) return done;
   const snapshot = record.snapshot;
   const emit = (event: ControllerEvent) => deps.events.record(serviceReference(snapshot), event);
-  await emit(events.deleting);
   try {
-    const result = await deps.provider.ensureLoadBalancerDeleted(snapshot, record.provider);
+    const pending = pendingRecord(record, deps, { deleting: true });
+    if (!record.deleting) {
+      await emit(events.deleting);
+      await deps.state.putService(pending);
+    }
+    let result;
+    try {
+      result = await deps.provider.ensureLoadBalancerDeleted(snapshot, record.provider);
+    } catch (error) {
+      await keepPartialProviderState(pending, error, deps);
+      await emit(events.deleteFailed(errorMessage(error)));
+      return outcomeOf(error);
+    }
     if (result.requeueAfterSeconds !== undefined) {
-      await deps.state.putService(pendingRecord(record, result.state, deps));
+      await deps.state.putService({ ...pending, provider: result.state });
       return requeueAfter(
         result.requeueAfterSeconds,
         'load balancer resources are still being deleted',
       );
     }
+    await emit(events.deleted);
+    await deps.state.deleteService(record.key);
+    return done;
   } catch (error) {
-    await emit(events.deleteFailed(errorMessage(error)));
     return outcomeOf(error);
   }
-  await emit(events.deleted);
-  await deps.state.deleteService(record.key);
-  return done;
 }
 
 /** S9: the Service no longer wants an LB from us, or is being deleted. */
@@ -101,25 +120,31 @@ async function deleteBranch(
 ): Promise<SyncOutcome> {
   const finalizer = finalizerFor(deps.claim);
   const finalized = hasFinalizer(service, finalizer);
-  const hasStatus = !loadBalancerStatusEqual(service.status?.loadBalancer, {});
-  // We write state before creating anything and add the finalizer first, so with neither there is
-  // nothing of ours to find. Orphans from lost state are the sweep's job, not every sync's.
-  if (record === undefined && !finalized && !hasStatus) return done;
+  // We write state before creating anything and add our finalizer first, so with neither there is
+  // nothing of ours to find; the status, if any, was written by someone else. Orphans from lost
+  // state are the sweep's job.
+  if (record === undefined && !finalized) return done;
   const ref = serviceReference(service);
-  if (record !== undefined || finalized) {
-    const { exists } = await deps.provider.getLoadBalancer(service, record?.provider);
-    if (exists) {
-      await deps.events.record(ref, events.deleting);
-      const result = await deps.provider.ensureLoadBalancerDeleted(service, record?.provider);
-      if (record !== undefined) {
-        await deps.state.putService(pendingRecord(record, result.state, deps));
-      }
-      if (result.requeueAfterSeconds !== undefined) {
-        return requeueAfter(
-          result.requeueAfterSeconds,
-          'load balancer resources are still being deleted',
-        );
-      }
+  const { exists } = await deps.provider.getLoadBalancer(service, record?.provider);
+  if (exists) {
+    // The checkpoint is cleared (and the current spec kept) before AWS changes, so a flip back to
+    // LoadBalancer after a failed delete cannot hit a checkpoint that describes a deleted NLB.
+    const pending = record && pendingRecord(record, deps, { deleting: true, snapshot: service });
+    if (!record?.deleting) await deps.events.record(ref, events.deleting);
+    if (pending !== undefined) await deps.state.putService(pending);
+    let result;
+    try {
+      result = await deps.provider.ensureLoadBalancerDeleted(service, record?.provider);
+    } catch (error) {
+      if (pending !== undefined) await keepPartialProviderState(pending, error, deps);
+      throw error;
+    }
+    if (pending !== undefined) await deps.state.putService({ ...pending, provider: result.state });
+    if (result.requeueAfterSeconds !== undefined) {
+      return requeueAfter(
+        result.requeueAfterSeconds,
+        'load balancer resources are still being deleted',
+      );
     }
   }
   if (finalized) await deps.kube.removeFinalizer(service, finalizer);
@@ -146,11 +171,21 @@ async function ensureBranch(
     claim: deps.claim,
     providerFingerprint: deps.provider.fingerprint,
   });
+  const snapshot = serviceSnapshot(service);
   if (record?.checkpoint === checkpoint) {
     // The AWS side already matches: no cloud call, no Ensuring/Ensured noise, but the finalizer
     // and status are ours to keep right.
     if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
     await patchStatusIfChanged(service, record.status ?? {}, deps);
+    // A change that does not touch AWS (externalIPs, say) still updates the snapshot, so its
+    // event is announced once.
+    if (!sameSnapshot(record.snapshot, snapshot)) {
+      await deps.state.putService({
+        ...record,
+        snapshot,
+        updatedAt: deps.clock.now().toISOString(),
+      });
+    }
     return done;
   }
   const ref = serviceReference(service);
@@ -162,14 +197,20 @@ async function ensureBranch(
   const pending: ServiceRecord = {
     key,
     uid: service.metadata?.uid ?? '',
-    snapshot: serviceSnapshot(service),
+    snapshot,
     provider: record?.provider ?? {},
     status: record?.status,
     hostsHash: record?.hostsHash,
     updatedAt: deps.clock.now().toISOString(),
   };
   await deps.state.putService(pending);
-  const result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider);
+  let result;
+  try {
+    result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider);
+  } catch (error) {
+    await keepPartialProviderState(pending, error, deps);
+    throw error;
+  }
   const provisioning = result.requeueAfterSeconds !== undefined;
   await deps.state.putService({
     ...pending,
@@ -201,10 +242,29 @@ async function patchStatusIfChanged(
   }
 }
 
+/**
+ * A provider that fails half-way reports what it had already created (ARNs) on the error, so the
+ * next pass and the deletion path can find it even if tags are slow to show up.
+ */
+async function keepPartialProviderState(
+  pending: ServiceRecord,
+  error: unknown,
+  deps: SyncDependencies,
+): Promise<void> {
+  const partial: ProviderState | undefined = providerStateOf(error);
+  if (partial !== undefined) await deps.state.putService({ ...pending, provider: partial });
+}
+
 function pendingRecord(
   record: ServiceRecord,
-  provider: ServiceRecord['provider'],
   deps: SyncDependencies,
+  changes: { deleting?: boolean; snapshot?: Service } = {},
 ): ServiceRecord {
-  return { ...record, provider, checkpoint: undefined, updatedAt: deps.clock.now().toISOString() };
+  return {
+    ...record,
+    ...(changes.snapshot ? { snapshot: serviceSnapshot(changes.snapshot) } : {}),
+    ...(changes.deleting ? { deleting: true } : {}),
+    checkpoint: undefined,
+    updatedAt: deps.clock.now().toISOString(),
+  };
 }

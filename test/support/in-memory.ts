@@ -169,7 +169,17 @@ export class InMemoryKubernetes implements KubernetesApi {
     if (stored === undefined)
       return Promise.reject(new NotFoundError(`services "${key}" not found`));
     const metadata = (stored.metadata ??= {});
-    metadata.finalizers = change([...(metadata.finalizers ?? [])]);
+    const next = change([...(metadata.finalizers ?? [])]);
+    const adds = next.some((f) => !(metadata.finalizers ?? []).includes(f));
+    if (adds && metadata.deletionTimestamp !== undefined) {
+      // As the API server does: no new finalizers once deletion has started.
+      return Promise.reject(
+        new Error(
+          `services "${key}" is forbidden: no new finalizers can be added if the object is being deleted`,
+        ),
+      );
+    }
+    metadata.finalizers = next;
     if (metadata.finalizers.length === 0 && metadata.deletionTimestamp !== undefined) {
       this.services.delete(key);
     }
@@ -192,6 +202,8 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   readonly faults = new FaultPlan();
   /** How many more delete calls report resources still in use (a security group, say). */
   deletesStillInUse = 0;
+  /** Service UIDs whose leftovers (a security group still in use) remain after the NLB went. */
+  readonly leftovers = new Set<string>();
   /** How many more ensure calls report the NLB as still provisioning. */
   ensuresProvisioning = 0;
   /** When set, ensure creates the LB and then throws this (a partial create). */
@@ -209,10 +221,10 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   ): Promise<{ exists: boolean; status?: LoadBalancerStatus }> {
     this.log.add('provider', 'getLoadBalancer', this.describe(service));
     this.faults.check('getLoadBalancer');
-    const lb = this.balancers.get(service.metadata?.uid ?? '');
-    return Promise.resolve(
-      lb === undefined ? { exists: false } : { exists: true, status: statusOf(lb) },
-    );
+    const uid = service.metadata?.uid ?? '';
+    const lb = this.balancers.get(uid);
+    if (lb === undefined) return Promise.resolve({ exists: this.leftovers.has(uid) });
+    return Promise.resolve({ exists: true, status: statusOf(lb) });
   }
 
   ensureLoadBalancer(
@@ -271,11 +283,14 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   ): Promise<DeleteResult> {
     this.log.add('provider', 'ensureLoadBalancerDeleted', this.describe(service));
     this.faults.check('ensureLoadBalancerDeleted');
-    this.balancers.delete(service.metadata?.uid ?? '');
+    const uid = service.metadata?.uid ?? '';
+    this.balancers.delete(uid);
     if (this.deletesStillInUse > 0) {
       this.deletesStillInUse -= 1;
+      this.leftovers.add(uid);
       return Promise.resolve({ state: state ?? {}, requeueAfterSeconds: 30 });
     }
+    this.leftovers.delete(uid);
     return Promise.resolve({ state: {} });
   }
 

@@ -3,6 +3,7 @@ import {
   BusyError,
   errorKind,
   InvariantError,
+  NotFoundError,
   RequeueAfterError,
   RetryableError,
   TerminalError,
@@ -25,6 +26,16 @@ describe('error classification (DESIGN §4)', () => {
   it('retryable errors (and unclassified ones) become a retry with backoff', () => {
     expect(outcomeOf(new RetryableError('throttled'))).toMatchObject({ kind: 'retry' });
     expect(outcomeOf(new Error('socket hang up'))).toMatchObject({ kind: 'retry' });
+  });
+
+  it('busy is its own outcome, so the failure count does not grow', () => {
+    expect(outcomeOf(new BusyError('lease held'))).toMatchObject({ kind: 'busy' });
+  });
+
+  it('a vanished object (NotFound) is retried, so the next pass takes the vanished-object path', () => {
+    expect(outcomeOf(new NotFoundError('services "default/web" not found'))).toMatchObject({
+      kind: 'retry',
+    });
   });
 
   it('requeue-after keeps its fixed delay', () => {

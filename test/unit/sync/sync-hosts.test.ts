@@ -38,6 +38,20 @@ describe('syncNodes (S16)', () => {
     expect(w.log.lines('state').filter((l) => l.startsWith('state.put'))).toEqual([]);
   });
 
+  it('warns about unusable nodes even when a service sync lists the nodes first', async () => {
+    const w = inMemoryWorld({ claim });
+    w.kube.nodes = [
+      makeNode('a'),
+      makeNode('fargate-1', { providerID: 'aws:///us-east-1a/x/fargate-ip-1' }),
+    ];
+    w.kube.put(makeService());
+    await syncService(key, w.deps);
+    await syncNodes(w.deps);
+    expect(
+      w.events.events.filter((e) => e.object.kind === 'Node').map((e) => e.object.name),
+    ).toEqual(['fargate-1']);
+  });
+
   it('warns about a node that cannot be a target, once', async () => {
     const w = await ensuredThenNodeJoins();
     w.kube.nodes = [
@@ -124,30 +138,60 @@ describe('syncHosts (S16, S17)', () => {
     expect(w.events.events.at(-1)?.message).toMatch(/n19 and 5 more\]: boom$/);
   });
 
-  it('treats a failure as success when nothing of the LB exists any more', async () => {
+  it('treats a failed update as no error when the LB has vanished, and has the service sync recreate it', async () => {
     const w = await ensuredThenNodeJoins();
     w.provider.balancers.clear();
     expect(await syncHosts(key, w.deps)).toEqual({ kind: 'done' });
-    expect(w.events.events).toEqual([]);
+    expect(w.events.reasons()).not.toContain('Warning UpdateLoadBalancerFailed');
+    expect(w.provider.balancers.get('uid-1')?.hosts).toHaveLength(3);
+    expect((await syncNodes(w.deps)).servicesToUpdate).toEqual([]);
   });
 
-  it('a terminal provider error is terminal, with the Warning', async () => {
+  it('a terminal provider error warns once, not on every node-sync pass', async () => {
     const w = await ensuredThenNodeJoins();
     w.provider.faults.failNext(
       'updateLoadBalancer',
       new TerminalError('target group would exceed 1000 targets'),
     );
     expect((await syncHosts(key, w.deps)).kind).toBe('terminal');
+    expect((await syncNodes(w.deps)).servicesToUpdate).toEqual([]);
     expect(w.events.reasons()).toEqual(['Warning UpdateLoadBalancerFailed']);
   });
 
-  it('leaves Services that are not ours, gone, being cleaned up or never ensured alone', async () => {
+  it('makes no cloud call for a Service that is not ours or is gone', async () => {
     const w = await ensuredThenNodeJoins();
     w.kube.put(makeService({ name: 'other', type: 'ClusterIP' }));
-    w.kube.put(makeService({ name: 'fresh', uid: 'uid-fresh' }));
     expect(await syncHosts('default/other', w.deps)).toEqual({ kind: 'done' });
-    expect(await syncHosts('default/fresh', w.deps)).toEqual({ kind: 'done' });
     expect(await syncHosts('default/missing', w.deps)).toEqual({ kind: 'done' });
     expect(w.log.lines('provider')).toEqual([]);
+  });
+
+  it('hands a Service that is gone but still in state to the service sync, which deletes its LB', async () => {
+    const w = await ensuredThenNodeJoins();
+    w.kube.remove('default', 'web');
+    expect(await syncHosts(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.provider.balancers.size).toBe(0);
+    expect(w.state.records.has(key)).toBe(false);
+  });
+
+  it('hands a Service with cleanup pending to the service sync instead of updating its hosts', async () => {
+    const w = await ensuredThenNodeJoins();
+    const current = w.kube.stored('default', 'web')!;
+    w.kube.put({
+      ...current,
+      metadata: { ...current.metadata, deletionTimestamp: '2026-11-30T12:00:00Z' },
+    });
+    await syncHosts(key, w.deps);
+    expect(w.log.lines('provider')).toEqual([
+      `provider.getLoadBalancer ${key} uid=uid-1`,
+      `provider.ensureLoadBalancerDeleted ${key} uid=uid-1`,
+    ]);
+  });
+
+  it('hands a Service that was never ensured to the service sync', async () => {
+    const w = await ensuredThenNodeJoins();
+    w.kube.put(makeService({ name: 'fresh', uid: 'uid-fresh' }));
+    await syncHosts('default/fresh', w.deps);
+    expect(w.provider.balancers.has('uid-fresh')).toBe(true);
   });
 });

@@ -102,6 +102,21 @@ describe('syncService: ensure branch (S10)', () => {
   });
 });
 
+describe('syncService: Services that are not ours', () => {
+  it('leaves the built-in controller’s Service alone in class mode, status and finalizer included', async () => {
+    const w = world(
+      { finalizers: [upstreamFinalizer], hostname: 'builtin.elb.amazonaws.com' },
+      classMode,
+    );
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.log.lines('provider', 'events')).toEqual([]);
+    expect(w.log.lines('kube')).toEqual([`kube.getService ${key}`]);
+    expect(stored(w)?.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(
+      'builtin.elb.amazonaws.com',
+    );
+  });
+});
+
 describe('syncService: checkpoint', () => {
   it('a second sync of an unchanged Service makes no cloud call and emits no events', async () => {
     const w = world();
@@ -208,6 +223,22 @@ describe('syncService: change events (S3)', () => {
 
     await syncService(key, w.deps);
     expect(w.events.events[0]).toMatchObject({ reason: 'UID', message: 'uid-1 -> uid-2' });
+  });
+
+  it('announces a change that does not touch AWS (externalIPs) once, without a cloud call', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, externalIPs: ['192.0.2.10'] } });
+    w.events.events.length = 0;
+    w.log.clear();
+
+    await syncService(key, w.deps);
+    await syncService(key, w.deps);
+    expect(w.events.events.map((e) => `${e.reason}: ${e.message}`)).toEqual([
+      'ExternalIP: Count: 0 -> 1',
+    ]);
+    expect(w.log.lines('provider')).toEqual([]);
   });
 
   it('does not repeat them on a retry after a failed Ensure', async () => {
@@ -330,15 +361,54 @@ describe('syncService: delete branch (S9)', () => {
     expect(stored(w)?.metadata?.finalizers).toEqual([upstreamFinalizer]);
     expect(w.events.reasons()).toEqual(['Normal DeletingLoadBalancer']);
 
-    // The NLB is gone but state still records the Service, so the next pass deletes again.
-    w.provider.balancers.set('uid-1', {
-      name: 'leftover',
-      serviceKey: key,
-      hosts: [],
-      annotations: {},
-    });
+    // The NLB is gone but its security group is not: the next pass deletes again, without
+    // repeating the Deleting event, and only then releases the finalizer.
     expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(
+      w.log.lines('provider').filter((l) => l.startsWith('provider.ensureLoadBalancerDeleted')),
+    ).toHaveLength(2);
+    expect(w.events.reasons()).toEqual([
+      'Normal DeletingLoadBalancer',
+      'Normal DeletedLoadBalancer',
+    ]);
     expect(stored(w)).toBeUndefined();
+  });
+
+  it('does not repeat Type or Deleting events on a requeued type-change cleanup', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, type: 'ClusterIP' } });
+    w.provider.deletesStillInUse = 1;
+    await syncService(key, w.deps);
+    await syncService(key, w.deps);
+    expect(w.events.reasons()).toEqual([
+      'Normal Type',
+      'Normal DeletingLoadBalancer',
+      'Normal DeletedLoadBalancer',
+    ]);
+  });
+
+  it('clears the checkpoint before deleting, so flipping back after a failed delete ensures again', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, type: 'NodePort' } });
+    w.provider.faults.failNext('ensureLoadBalancerDeleted', new RetryableError('Throttling'));
+    await syncService(key, w.deps);
+    expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
+
+    w.kube.put(current);
+    w.log.clear();
+    await syncService(key, w.deps);
+    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
+      true,
+    );
+  });
+
+  it('leaves a Service being deleted under someone else’s finalizer alone: no finalizer of ours, no LB', async () => {
+    const w = world({ deleting: true, finalizers: ['example.com/other'] });
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.log.lines('provider', 'events')).toEqual([]);
+    expect(stored(w)?.metadata?.finalizers).toEqual(['example.com/other']);
   });
 
   it('emits DeletedLoadBalancer and removes the finalizer even when nothing existed', async () => {
@@ -453,7 +523,6 @@ describe('syncService: errors (S11, DESIGN §4)', () => {
     ['retryable', 'retry', new RetryableError('Throttling')],
     ['unclassified', 'retry', new Error('socket hang up')],
     ['terminal', 'terminal', new TerminalError('invalid annotation x.io/scheme: "public"')],
-    ['requeue-after', 'requeue-after', new RequeueAfterError('still provisioning', 20)],
   ])(
     'a %s provider error becomes a %s outcome with SyncLoadBalancerFailed',
     async (_name, kind, error) => {
@@ -467,6 +536,36 @@ describe('syncService: errors (S11, DESIGN §4)', () => {
       });
     },
   );
+
+  it('a requeue-after from the provider is not a failure: fixed delay, no Warning', async () => {
+    const w = world();
+    w.provider.faults.failNext(
+      'ensureLoadBalancer',
+      new RequeueAfterError('still provisioning', 20),
+    );
+    expect(await syncService(key, w.deps)).toMatchObject({ kind: 'requeue-after', seconds: 20 });
+    expect(w.events.reasons()).not.toContain('Warning SyncLoadBalancerFailed');
+  });
+
+  it('records what a half-finished provider call created, so nothing is lost to a crash', async () => {
+    const w = world();
+    const error = Object.assign(new RetryableError('Throttling after CreateLoadBalancer'), {
+      providerState: { loadBalancerArn: 'arn:fake:created-before-failing' },
+    });
+    w.provider.faults.failNext('ensureLoadBalancer', error);
+    await syncService(key, w.deps);
+    expect(w.state.records.get(key)?.provider).toEqual({
+      loadBalancerArn: 'arn:fake:created-before-failing',
+    });
+  });
+
+  it('a state store failure is a retry, never a throw', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    w.kube.remove('default', 'web');
+    w.state.faults.failNext('deleteService', new RetryableError('ProvisionedThroughputExceeded'));
+    expect((await syncService(key, w.deps)).kind).toBe('retry');
+  });
 
   it('an invariant error is thrown', async () => {
     const w = world();
