@@ -65,6 +65,11 @@ const coreBoundary = pureBoundary(
   '^\\.\\./',
   'functions/core imports only from functions/core (dependencies point inward).',
 );
+const awsModelBoundary = pureBoundary(
+  ['functions/aws/model/**/*.ts'],
+  '^\\.\\./(?!\\.\\./core/)',
+  'functions/aws/model is the pure NLB model: it imports only functions/core and itself.',
+);
 const useCaseBoundary = pureBoundary(
   ['functions/sync/**/*.ts'],
   '^\\.\\./(?!core/)',
@@ -94,5 +99,6 @@ export default tseslint.config(
   },
   coreBoundary,
   useCaseBoundary,
+  awsModelBoundary,
   prettier,
 );

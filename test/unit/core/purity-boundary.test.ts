@@ -9,7 +9,10 @@ import projectConfig from '../../../eslint.config.js';
  */
 const boundaryEntries = (projectConfig as Linter.Config[]).filter((entry) =>
   entry.files?.some(
-    (pattern) => pattern === 'functions/core/**/*.ts' || pattern === 'functions/sync/**/*.ts',
+    (pattern) =>
+      pattern === 'functions/core/**/*.ts' ||
+      pattern === 'functions/sync/**/*.ts' ||
+      pattern === 'functions/aws/model/**/*.ts',
   ),
 );
 
@@ -28,7 +31,7 @@ async function violations(filePath: string, code: string): Promise<string[]> {
 
 describe('purity boundary of functions/core and functions/sync', () => {
   it('finds the boundary rules in the project configuration', () => {
-    expect(boundaryEntries).toHaveLength(2);
+    expect(boundaryEntries).toHaveLength(3);
   });
 
   it.each([
@@ -54,6 +57,23 @@ describe('purity boundary of functions/core and functions/sync', () => {
     expect(
       (await violations('functions/sync/probe.ts', "import { x } from '../aws/provider';")).join(),
     ).toContain('only functions/core and functions/sync');
+  });
+
+  it('keeps the NLB model pure: it may import the core, not the AWS SDK or the adapters', async () => {
+    expect(
+      await violations('functions/aws/model/probe.ts', "import { x } from '../../core/hash';"),
+    ).toEqual([]);
+    expect(
+      (await violations('functions/aws/model/probe.ts', "import { x } from '../observe';")).join(),
+    ).toContain('pure NLB model');
+    expect(
+      (
+        await violations(
+          'functions/aws/model/probe.ts',
+          "import { EC2Client } from '@aws-sdk/client-ec2';",
+        )
+      ).join(),
+    ).toContain('functions/aws');
   });
 
   it('leaves adapters free to do I/O', async () => {

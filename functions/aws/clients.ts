@@ -1,0 +1,67 @@
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
+import type {
+  FinalizeHandler,
+  FinalizeHandlerArguments,
+  HandlerExecutionContext,
+  MetadataBearer,
+} from '@smithy/types';
+import pThrottle from 'p-throttle';
+
+/** The AWS clients the NLB provider uses. */
+export interface NlbClients {
+  readonly elbv2: ElasticLoadBalancingV2Client;
+  readonly ec2: EC2Client;
+  readonly tagging: ResourceGroupsTaggingAPIClient;
+}
+
+export interface NlbClientOptions {
+  readonly region: string;
+  /** For emulators and tests; unset in AWS. */
+  readonly endpoint?: string | undefined;
+  readonly credentials?:
+    { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+}
+
+/**
+ * Client-side rate limits per ELBv2 API family, below AWS's token buckets (the values the AWS Load
+ * Balancer Controller settled on, PR #4641, with Describe kept conservative). They bound one
+ * process; the event source mapping's maximum concurrency bounds the fleet.
+ */
+const elbv2Families: readonly { readonly pattern: RegExp; readonly perSecond: number }[] = [
+  { pattern: /^(Register|Deregister)Targets/, perSecond: 4 },
+  { pattern: /^(Modify|Set|Add|Remove)/, perSecond: 3 },
+  { pattern: /^Describe/, perSecond: 10 },
+  { pattern: /./, perSecond: 5 },
+];
+
+export function createNlbClients(options: NlbClientOptions): NlbClients {
+  // Adaptive retries slow the client down when AWS starts throttling (SDK-side token bucket).
+  const config = { ...options, maxAttempts: 5, retryMode: 'adaptive' as const };
+  const elbv2 = new ElasticLoadBalancingV2Client(config);
+  addRateLimits(elbv2);
+  return {
+    elbv2,
+    ec2: new EC2Client(config),
+    tagging: new ResourceGroupsTaggingAPIClient(config),
+  };
+}
+
+/** Throttles every attempt (retries included) of each API family of an ELBv2 client. */
+export function addRateLimits(client: ElasticLoadBalancingV2Client): void {
+  const throttles = elbv2Families.map((family) => ({
+    ...family,
+    gate: pThrottle({ limit: family.perSecond, interval: 1000 })(() => Promise.resolve()),
+  }));
+  client.middlewareStack.add(
+    (next: FinalizeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
+      async (args: FinalizeHandlerArguments<object>) => {
+        const operation = (context.commandName ?? '').replace(/Command$/, '');
+        const family = throttles.find((t) => t.pattern.test(operation));
+        if (family !== undefined) await family.gate();
+        return next(args);
+      },
+    { step: 'finalizeRequest', priority: 'low', name: 'elbv2RateLimit' },
+  );
+}

@@ -1,0 +1,495 @@
+import {
+  AuthorizeSecurityGroupIngressCommand,
+  CreateSecurityGroupCommand,
+  CreateTagsCommand,
+  DeleteTagsCommand,
+  DescribeSecurityGroupsCommand,
+  RevokeSecurityGroupIngressCommand,
+  type IpPermission,
+} from '@aws-sdk/client-ec2';
+import {
+  AddListenerCertificatesCommand,
+  AddTagsCommand,
+  CreateListenerCommand,
+  CreateLoadBalancerCommand,
+  CreateTargetGroupCommand,
+  DeleteListenerCommand,
+  DeleteLoadBalancerCommand,
+  DeleteTargetGroupCommand,
+  DeregisterTargetsCommand,
+  DescribeTagsCommand,
+  ModifyListenerCommand,
+  ModifyLoadBalancerAttributesCommand,
+  ModifyTargetGroupAttributesCommand,
+  ModifyTargetGroupCommand,
+  RegisterTargetsCommand,
+  RemoveTagsCommand,
+  SetSecurityGroupsCommand,
+  SetSubnetsCommand,
+  type Action,
+  type ProtocolEnum,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { InvariantError, TerminalError } from '../core/errors';
+import type { Service } from '../core/objects';
+import { isAwsError, translateAwsError } from './aws-errors';
+import type { NlbClients } from './clients';
+import type { Plan, ResourceRef, Step } from './model/plan';
+import { ownershipOf } from './model/naming';
+import type {
+  DesiredListener,
+  DesiredLoadBalancer,
+  HealthCheck,
+  IngressRule,
+  Tags,
+} from './model/types';
+import { tagsOf } from './observe';
+import { toProviderState, type NlbState } from './nlb-state';
+
+export interface ExecuteRequest {
+  readonly clients: NlbClients;
+  readonly clusterName: string;
+  readonly service: Service;
+  readonly desired: DesiredLoadBalancer;
+  readonly plan: Plan;
+  /** Mutated as resources are created and deleted, so a failure can report what exists. */
+  readonly state: NlbState;
+  /** IDs known from observation. */
+  readonly securityGroupId?: string | undefined;
+  readonly loadBalancerArn?: string | undefined;
+}
+
+/** AWS accepts at most this many targets per RegisterTargets call (the anchors batch by 200). */
+const registerBatch = 200;
+
+/**
+ * Runs a plan, recording every ARN in state as it goes. A failure is translated into the error
+ * taxonomy and carries the state reached (`providerState`), so nothing created is forgotten.
+ */
+export async function executePlan(request: ExecuteRequest): Promise<void> {
+  const run = new PlanRun(request);
+  for (const step of request.plan.steps) {
+    try {
+      await run.apply(step);
+    } catch (error) {
+      const translated =
+        error instanceof TerminalError || error instanceof InvariantError
+          ? error
+          : translateAwsError(error, describeStep(step));
+      throw Object.assign(translated, { providerState: toProviderState(request.state) });
+    }
+  }
+}
+
+class PlanRun {
+  private readonly targetGroupArns: Record<string, string>;
+  private readonly createdTargetGroups: string[] = [];
+  private securityGroupId: string | undefined;
+  private loadBalancerArn: string | undefined;
+
+  constructor(private readonly request: ExecuteRequest) {
+    this.targetGroupArns = { ...request.plan.keptTargetGroups };
+    this.securityGroupId = request.securityGroupId;
+    this.loadBalancerArn = request.loadBalancerArn;
+  }
+
+  private get elbv2() {
+    return this.request.clients.elbv2;
+  }
+
+  private get ec2() {
+    return this.request.clients.ec2;
+  }
+
+  async apply(step: Step): Promise<void> {
+    const { state, desired } = this.request;
+    switch (step.kind) {
+      case 'deleteLoadBalancer':
+        await this.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: step.arn }));
+        this.loadBalancerArn = undefined;
+        delete state.loadBalancerArn;
+        delete state.dnsName;
+        delete state.loadBalancerName;
+        return;
+      case 'createSecurityGroup':
+        this.securityGroupId = await this.createSecurityGroup();
+        state.securityGroupId = this.securityGroupId;
+        return;
+      case 'authorizeIngress':
+        await this.authorize(step.rules);
+        return;
+      case 'revokeIngress':
+        await this.ec2.send(
+          new RevokeSecurityGroupIngressCommand({
+            GroupId: this.requireSecurityGroup(),
+            IpPermissions: permissionsOf(step.rules),
+          }),
+        );
+        return;
+      case 'createTargetGroup': {
+        const tg = step.targetGroup;
+        const created = await this.elbv2.send(
+          new CreateTargetGroupCommand({
+            Name: tg.name,
+            Protocol: tg.protocol,
+            Port: tg.port,
+            VpcId: desired.securityGroup.vpcId,
+            TargetType: 'instance',
+            ...healthCheckFields(tg.healthCheck),
+            Tags: tagList(tg.tags),
+          }),
+        );
+        const arn = created.TargetGroups?.[0]?.TargetGroupArn;
+        if (arn === undefined)
+          throw new InvariantError(`CreateTargetGroup ${tg.name} returned no ARN`);
+        this.targetGroupArns[tg.key] = arn;
+        this.createdTargetGroups.push(arn);
+        state.targetGroups = {
+          ...state.targetGroups,
+          [tg.key]: { arn, name: tg.name, targets: [] },
+        };
+        return;
+      }
+      case 'verifyCreatedTargetGroups':
+        await this.verifyCreatedTargetGroups();
+        return;
+      case 'modifyTargetGroup':
+        await this.elbv2.send(
+          new ModifyTargetGroupCommand({
+            TargetGroupArn: this.targetGroupArn(step.key),
+            ...healthCheckFields(step.healthCheck),
+          }),
+        );
+        return;
+      case 'modifyTargetGroupAttributes':
+        await this.elbv2.send(
+          new ModifyTargetGroupAttributesCommand({
+            TargetGroupArn: this.targetGroupArn(step.key),
+            Attributes: Object.entries(step.attributes).map(([Key, Value]) => ({ Key, Value })),
+          }),
+        );
+        return;
+      case 'registerTargets':
+      case 'deregisterTargets': {
+        const arn = this.targetGroupArn(step.key);
+        for (let i = 0; i < step.targets.length; i += registerBatch) {
+          const Targets = step.targets.slice(i, i + registerBatch).map((Id) => ({ Id }));
+          await this.elbv2.send(
+            step.kind === 'registerTargets'
+              ? new RegisterTargetsCommand({ TargetGroupArn: arn, Targets })
+              : new DeregisterTargetsCommand({ TargetGroupArn: arn, Targets }),
+          );
+        }
+        const record = state.targetGroups?.[step.key];
+        if (record !== undefined) {
+          const current = new Set(record.targets ?? []);
+          for (const id of step.targets) {
+            if (step.kind === 'registerTargets') current.add(id);
+            else current.delete(id);
+          }
+          record.targets = [...current].sort();
+        }
+        return;
+      }
+      case 'createLoadBalancer': {
+        const lb = step.loadBalancer;
+        const withAddresses = lb.subnetMappings.some((m) => m.allocationId || m.privateIPv4Address);
+        const created = await this.elbv2.send(
+          new CreateLoadBalancerCommand({
+            Name: lb.name,
+            Type: 'network',
+            Scheme: lb.scheme,
+            IpAddressType: 'ipv4',
+            // Plain subnets unless addresses are pinned: the same thing for AWS, and emulators
+            // ignore subnet mappings.
+            ...(withAddresses
+              ? {
+                  SubnetMappings: lb.subnetMappings.map((m) => ({
+                    SubnetId: m.subnetId,
+                    AllocationId: m.allocationId,
+                    PrivateIPv4Address: m.privateIPv4Address,
+                  })),
+                }
+              : { Subnets: lb.subnetMappings.map((m) => m.subnetId) }),
+            SecurityGroups: this.securityGroupIds(),
+            Tags: tagList(lb.tags),
+          }),
+        );
+        const made = created.LoadBalancers?.[0];
+        if (made?.LoadBalancerArn === undefined) {
+          throw new InvariantError(`CreateLoadBalancer ${lb.name} returned no ARN`);
+        }
+        this.loadBalancerArn = made.LoadBalancerArn;
+        state.loadBalancerArn = made.LoadBalancerArn;
+        state.loadBalancerName = lb.name;
+        state.dnsName = (made.DNSName ?? '').toLowerCase();
+        return;
+      }
+      case 'setSubnets':
+        await this.elbv2.send(
+          new SetSubnetsCommand({
+            LoadBalancerArn: this.requireLoadBalancer(),
+            SubnetMappings: step.subnetMappings.map((m) => ({
+              SubnetId: m.subnetId,
+              AllocationId: m.allocationId,
+              PrivateIPv4Address: m.privateIPv4Address,
+            })),
+          }),
+        );
+        return;
+      case 'setSecurityGroups':
+        await this.elbv2.send(
+          new SetSecurityGroupsCommand({
+            LoadBalancerArn: this.requireLoadBalancer(),
+            SecurityGroups: this.securityGroupIds(),
+          }),
+        );
+        return;
+      case 'modifyLoadBalancerAttributes':
+        await this.elbv2.send(
+          new ModifyLoadBalancerAttributesCommand({
+            LoadBalancerArn: this.requireLoadBalancer(),
+            Attributes: Object.entries(step.attributes).map(([Key, Value]) => ({ Key, Value })),
+          }),
+        );
+        return;
+      case 'createListener': {
+        const listener = step.listener;
+        const created = await this.elbv2.send(
+          new CreateListenerCommand({
+            LoadBalancerArn: this.requireLoadBalancer(),
+            ...this.listenerFields(listener),
+          }),
+        );
+        await this.addExtraCertificates(created.Listeners?.[0]?.ListenerArn, listener);
+        return;
+      }
+      case 'modifyListener':
+        await this.elbv2.send(
+          new ModifyListenerCommand({
+            ListenerArn: step.arn,
+            ...this.listenerFields(step.listener),
+          }),
+        );
+        await this.addExtraCertificates(step.arn, step.listener);
+        return;
+      case 'deleteListener':
+        await this.elbv2.send(new DeleteListenerCommand({ ListenerArn: step.arn }));
+        return;
+      case 'deleteTargetGroup':
+        await this.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: step.arn }));
+        for (const [key, tg] of Object.entries(state.targetGroups ?? {})) {
+          if (tg.arn === step.arn) delete state.targetGroups?.[key];
+        }
+        return;
+      case 'tagResource':
+        await this.tag(step.resource, step.add, step.remove);
+        return;
+    }
+  }
+
+  private async createSecurityGroup(): Promise<string> {
+    const group = this.request.desired.securityGroup;
+    try {
+      const created = await this.ec2.send(
+        new CreateSecurityGroupCommand({
+          GroupName: group.name,
+          Description: group.description,
+          VpcId: group.vpcId,
+          TagSpecifications: [{ ResourceType: 'security-group', Tags: tagList(group.tags) }],
+        }),
+      );
+      if (created.GroupId === undefined)
+        throw new InvariantError(`CreateSecurityGroup ${group.name} returned no ID`);
+      return created.GroupId;
+    } catch (error) {
+      if (!isAwsError(error, 'InvalidGroup.Duplicate')) throw error;
+      // Left behind by an earlier attempt whose result was lost: adopt it only if it is ours.
+      const found = await this.ec2.send(
+        new DescribeSecurityGroupsCommand({
+          Filters: [
+            { Name: 'group-name', Values: [group.name] },
+            { Name: 'vpc-id', Values: [group.vpcId] },
+          ],
+        }),
+      );
+      const existing = found.SecurityGroups?.[0];
+      if (
+        existing?.GroupId === undefined ||
+        ownershipOf(tagsOf(existing.Tags), this.request.clusterName, this.request.service) !==
+          'ours'
+      ) {
+        throw new TerminalError(
+          `security group ${group.name} already exists in ${group.vpcId} and is not owned by this Service; refusing to use it`,
+        );
+      }
+      return existing.GroupId;
+    }
+  }
+
+  private async authorize(rules: readonly IngressRule[]): Promise<void> {
+    const GroupId = this.requireSecurityGroup();
+    try {
+      await this.ec2.send(
+        new AuthorizeSecurityGroupIngressCommand({ GroupId, IpPermissions: permissionsOf(rules) }),
+      );
+    } catch (error) {
+      if (!isAwsError(error, 'InvalidPermission.Duplicate')) throw error;
+      // Some rules exist already (an adopted group): add the rest one by one.
+      for (const rule of rules) {
+        try {
+          await this.ec2.send(
+            new AuthorizeSecurityGroupIngressCommand({
+              GroupId,
+              IpPermissions: permissionsOf([rule]),
+            }),
+          );
+        } catch (inner) {
+          if (!isAwsError(inner, 'InvalidPermission.Duplicate')) throw inner;
+        }
+      }
+    }
+  }
+
+  private async verifyCreatedTargetGroups(): Promise<void> {
+    if (this.createdTargetGroups.length === 0) return;
+    const found = await this.elbv2.send(
+      new DescribeTagsCommand({ ResourceArns: this.createdTargetGroups }),
+    );
+    for (const description of found.TagDescriptions ?? []) {
+      const tags = tagsOf(description.Tags);
+      if (ownershipOf(tags, this.request.clusterName, this.request.service) === 'ours') continue;
+      // AWS handed back someone else's target group of the same name: forget it, touch nothing.
+      const arn = description.ResourceArn ?? '';
+      for (const [key, tg] of Object.entries(this.request.state.targetGroups ?? {})) {
+        if (tg.arn === arn) delete this.request.state.targetGroups?.[key];
+      }
+      throw new TerminalError(
+        `target group ${arn} already exists with our name and is not owned by this Service; refusing to use it`,
+      );
+    }
+  }
+
+  private async tag(resource: ResourceRef, add: Tags, remove: readonly string[]): Promise<void> {
+    if (resource.type === 'security-group') {
+      const id = this.requireSecurityGroup();
+      if (Object.keys(add).length > 0)
+        await this.ec2.send(new CreateTagsCommand({ Resources: [id], Tags: tagList(add) }));
+      if (remove.length > 0) {
+        await this.ec2.send(
+          new DeleteTagsCommand({ Resources: [id], Tags: remove.map((Key) => ({ Key })) }),
+        );
+      }
+      return;
+    }
+    const arn =
+      resource.type === 'load-balancer'
+        ? this.requireLoadBalancer()
+        : this.targetGroupArn(resource.key);
+    if (Object.keys(add).length > 0)
+      await this.elbv2.send(new AddTagsCommand({ ResourceArns: [arn], Tags: tagList(add) }));
+    if (remove.length > 0)
+      await this.elbv2.send(new RemoveTagsCommand({ ResourceArns: [arn], TagKeys: [...remove] }));
+  }
+
+  private listenerFields(listener: DesiredListener) {
+    const action: Action = {
+      Type: 'forward',
+      TargetGroupArn: this.targetGroupArn(listener.targetGroupKey),
+    };
+    const [defaultCertificate] = listener.certificateArns;
+    return {
+      Port: listener.port,
+      Protocol: listener.protocol as ProtocolEnum,
+      DefaultActions: [action],
+      ...(defaultCertificate ? { Certificates: [{ CertificateArn: defaultCertificate }] } : {}),
+      ...(listener.sslPolicy ? { SslPolicy: listener.sslPolicy } : {}),
+    };
+  }
+
+  private async addExtraCertificates(
+    arn: string | undefined,
+    listener: DesiredListener,
+  ): Promise<void> {
+    const extra = listener.certificateArns.slice(1);
+    if (arn === undefined || extra.length === 0) return;
+    await this.elbv2.send(
+      new AddListenerCertificatesCommand({
+        ListenerArn: arn,
+        Certificates: extra.map((CertificateArn) => ({ CertificateArn })),
+      }),
+    );
+  }
+
+  private securityGroupIds(): string[] {
+    const backend = this.request.desired.backendSecurityGroupId;
+    return [this.requireSecurityGroup(), ...(backend ? [backend] : [])];
+  }
+
+  private targetGroupArn(key: string): string {
+    const arn = this.targetGroupArns[key];
+    if (arn === undefined) throw new InvariantError(`no target group for ${key} in the plan`);
+    return arn;
+  }
+
+  private requireSecurityGroup(): string {
+    if (this.securityGroupId === undefined)
+      throw new InvariantError('the plan needs a security group before it has one');
+    return this.securityGroupId;
+  }
+
+  private requireLoadBalancer(): string {
+    if (this.loadBalancerArn === undefined)
+      throw new InvariantError('the plan needs a load balancer before it has one');
+    return this.loadBalancerArn;
+  }
+}
+
+export function permissionsOf(rules: readonly IngressRule[]): IpPermission[] {
+  const grouped = new Map<string, IpPermission>();
+  for (const rule of rules) {
+    const key = `${rule.protocol}:${rule.fromPort}:${rule.toPort}`;
+    const permission = grouped.get(key) ?? {
+      IpProtocol: rule.protocol,
+      FromPort: rule.fromPort,
+      ToPort: rule.toPort,
+      IpRanges: [],
+    };
+    permission.IpRanges?.push({ CidrIp: rule.cidr });
+    grouped.set(key, permission);
+  }
+  return [...grouped.values()];
+}
+
+export function tagList(tags: Tags): { Key: string; Value: string }[] {
+  return Object.entries(tags).map(([Key, Value]) => ({ Key, Value }));
+}
+
+function healthCheckFields(check: HealthCheck) {
+  const http = check.protocol !== 'TCP';
+  return {
+    HealthCheckEnabled: true,
+    HealthCheckProtocol: check.protocol,
+    HealthCheckPort: check.port,
+    HealthCheckIntervalSeconds: check.intervalSeconds,
+    HealthCheckTimeoutSeconds: check.timeoutSeconds,
+    HealthyThresholdCount: check.healthyThreshold,
+    UnhealthyThresholdCount: check.unhealthyThreshold,
+    ...(http ? { HealthCheckPath: check.path, Matcher: { HttpCode: check.successCodes } } : {}),
+  };
+}
+
+function describeStep(step: Step): string {
+  switch (step.kind) {
+    case 'createTargetGroup':
+      return `create target group ${step.targetGroup.name}`;
+    case 'createLoadBalancer':
+      return `create load balancer ${step.loadBalancer.name}`;
+    case 'createListener':
+      return `create listener ${step.listener.protocol}:${step.listener.port}`;
+    case 'registerTargets':
+    case 'deregisterTargets':
+      return `${step.kind === 'registerTargets' ? 'register' : 'deregister'} ${step.targets.length} targets for port ${step.key}`;
+    default:
+      return step.kind.replace(/([A-Z])/g, ' $1').toLowerCase();
+  }
+}

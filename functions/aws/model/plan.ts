@@ -1,0 +1,275 @@
+import type {
+  DesiredListener,
+  DesiredLoadBalancer,
+  DesiredSecurityGroup,
+  DesiredTargetGroup,
+  HealthCheck,
+  IngressRule,
+  Observed,
+  SubnetMapping,
+  Tags,
+} from './types';
+
+/** Which resource a tagging step is about. */
+export type ResourceRef =
+  | { readonly type: 'load-balancer' }
+  | { readonly type: 'security-group' }
+  | { readonly type: 'target-group'; readonly key: string };
+
+/**
+ * One AWS call (or one create-and-remember) in the order it must run. Target groups are named by
+ * their key; the executor knows the ARN of each kept or created one.
+ */
+export type Step =
+  | { readonly kind: 'deleteLoadBalancer'; readonly arn: string; readonly reason: string }
+  | { readonly kind: 'createSecurityGroup'; readonly group: DesiredSecurityGroup }
+  | { readonly kind: 'authorizeIngress'; readonly rules: readonly IngressRule[] }
+  | { readonly kind: 'revokeIngress'; readonly rules: readonly IngressRule[] }
+  | { readonly kind: 'createTargetGroup'; readonly targetGroup: DesiredTargetGroup }
+  /** CreateTargetGroup returns an existing group of the same name and settings: check it is ours. */
+  | { readonly kind: 'verifyCreatedTargetGroups' }
+  | { readonly kind: 'modifyTargetGroup'; readonly key: string; readonly healthCheck: HealthCheck }
+  | {
+      readonly kind: 'modifyTargetGroupAttributes';
+      readonly key: string;
+      readonly attributes: Tags;
+    }
+  | { readonly kind: 'registerTargets'; readonly key: string; readonly targets: readonly string[] }
+  | {
+      readonly kind: 'deregisterTargets';
+      readonly key: string;
+      readonly targets: readonly string[];
+    }
+  | { readonly kind: 'createLoadBalancer'; readonly loadBalancer: DesiredLoadBalancer }
+  | { readonly kind: 'setSubnets'; readonly subnetMappings: readonly SubnetMapping[] }
+  | { readonly kind: 'setSecurityGroups'; readonly securityGroupIds: 'desired' }
+  | { readonly kind: 'modifyLoadBalancerAttributes'; readonly attributes: Tags }
+  | { readonly kind: 'createListener'; readonly listener: DesiredListener }
+  | { readonly kind: 'modifyListener'; readonly arn: string; readonly listener: DesiredListener }
+  | { readonly kind: 'deleteListener'; readonly arn: string; readonly port: number }
+  | { readonly kind: 'deleteTargetGroup'; readonly arn: string; readonly name: string }
+  | {
+      readonly kind: 'tagResource';
+      readonly resource: ResourceRef;
+      readonly add: Tags;
+      readonly remove: readonly string[];
+    };
+
+export interface Plan {
+  readonly steps: readonly Step[];
+  /** Observed target groups kept as they are, by key: their ARNs seed the executor. */
+  readonly keptTargetGroups: Readonly<Record<string, string>>;
+}
+
+/**
+ * The smallest ordered list of calls that turns what AWS has into what the Service needs. Order
+ * keeps traffic flowing: new target groups are filled before listeners point at them (make before
+ * break), targets are registered before others are deregistered, and what is no longer needed goes
+ * last. A scheme change replaces the NLB (AWS cannot change it in place).
+ */
+export function planChanges(
+  desired: DesiredLoadBalancer,
+  observed: Observed,
+  /** Tag keys applied by earlier syncs (from provider state): the only ones we may remove. */
+  previouslyAppliedTagKeys: readonly string[] = [],
+): Plan {
+  const applied = new Set(previouslyAppliedTagKeys);
+  const early: Step[] = [];
+  const creates: Step[] = [];
+  const groups: Step[] = [];
+  const balancer: Step[] = [];
+  const listeners: Step[] = [];
+  const cleanup: Step[] = [];
+  const tagging: Step[] = [];
+
+  let lb = observed.loadBalancer;
+  let existingListeners = observed.listeners;
+  if (lb !== undefined && lb.scheme !== desired.scheme) {
+    early.push({
+      kind: 'deleteLoadBalancer',
+      arn: lb.arn,
+      reason: `scheme changes from ${lb.scheme} to ${desired.scheme}`,
+    });
+    lb = undefined;
+    existingListeners = [];
+  }
+
+  // Security group: create it, or bring its rules in line (new rules first, stale ones last).
+  const sg = observed.securityGroup;
+  if (sg === undefined) {
+    early.push({ kind: 'createSecurityGroup', group: desired.securityGroup });
+    if (desired.securityGroup.ingress.length > 0) {
+      early.push({ kind: 'authorizeIngress', rules: desired.securityGroup.ingress });
+    }
+  } else {
+    const add = difference(desired.securityGroup.ingress, sg.ingress);
+    const remove = difference(sg.ingress, desired.securityGroup.ingress);
+    if (add.length > 0) early.push({ kind: 'authorizeIngress', rules: add });
+    if (remove.length > 0) cleanup.push({ kind: 'revokeIngress', rules: remove });
+    pushTagChanges(
+      tagging,
+      { type: 'security-group' },
+      desired.securityGroup.tags,
+      sg.tags,
+      applied,
+    );
+  }
+
+  // Target groups: keep those whose name (protocol, port, nodePort) still matches.
+  const keptTargetGroups: Record<string, string> = {};
+  const deregistrations: Step[] = [];
+  const observedByName = new Map(observed.targetGroups.map((tg) => [tg.name, tg]));
+  for (const tg of desired.targetGroups) {
+    const found = observedByName.get(tg.name);
+    if (found === undefined) {
+      creates.push({ kind: 'createTargetGroup', targetGroup: tg });
+      if (Object.keys(tg.attributes).length > 0) {
+        groups.push({
+          kind: 'modifyTargetGroupAttributes',
+          key: tg.key,
+          attributes: tg.attributes,
+        });
+      }
+      if (tg.targets.length > 0)
+        groups.push({ kind: 'registerTargets', key: tg.key, targets: tg.targets });
+      continue;
+    }
+    keptTargetGroups[tg.key] = found.arn;
+    if (!sameHealthCheck(tg.healthCheck, found.healthCheck)) {
+      groups.push({ kind: 'modifyTargetGroup', key: tg.key, healthCheck: tg.healthCheck });
+    }
+    const attributes = changedEntries(tg.attributes, found.attributes ?? {});
+    if (Object.keys(attributes).length > 0) {
+      groups.push({ kind: 'modifyTargetGroupAttributes', key: tg.key, attributes });
+    }
+    const registered = found.targets ?? [];
+    const register = tg.targets.filter((id) => !registered.includes(id));
+    const deregister = registered.filter((id) => !tg.targets.includes(id));
+    if (register.length > 0)
+      groups.push({ kind: 'registerTargets', key: tg.key, targets: register });
+    if (deregister.length > 0)
+      deregistrations.push({ kind: 'deregisterTargets', key: tg.key, targets: deregister });
+    pushTagChanges(tagging, { type: 'target-group', key: tg.key }, tg.tags, found.tags, applied);
+  }
+
+  // Load balancer: create it, or change what AWS lets us change in place.
+  if (lb === undefined) {
+    balancer.push({ kind: 'createLoadBalancer', loadBalancer: desired });
+    if (Object.keys(desired.attributes).length > 0) {
+      balancer.push({ kind: 'modifyLoadBalancerAttributes', attributes: desired.attributes });
+    }
+  } else {
+    const wantedSubnets = desired.subnetMappings.map((m) => m.subnetId).sort();
+    if (wantedSubnets.join() !== [...lb.subnetIds].sort().join()) {
+      balancer.push({ kind: 'setSubnets', subnetMappings: desired.subnetMappings });
+    }
+    const wantedGroups = [sg?.id ?? '', desired.backendSecurityGroupId ?? '']
+      .filter(Boolean)
+      .sort();
+    if (sg === undefined || wantedGroups.join() !== [...lb.securityGroupIds].sort().join()) {
+      balancer.push({ kind: 'setSecurityGroups', securityGroupIds: 'desired' });
+    }
+    const attributes = changedEntries(desired.attributes, lb.attributes ?? {});
+    if (Object.keys(attributes).length > 0) {
+      balancer.push({ kind: 'modifyLoadBalancerAttributes', attributes });
+    }
+    pushTagChanges(tagging, { type: 'load-balancer' }, desired.tags, lb.tags, applied);
+  }
+
+  // Listeners, by port.
+  const desiredTargetGroupArn = (key: string) => keptTargetGroups[key];
+  for (const listener of desired.listeners) {
+    const found = existingListeners.find((l) => l.port === listener.port);
+    if (found === undefined) {
+      listeners.push({ kind: 'createListener', listener });
+      continue;
+    }
+    const target = desiredTargetGroupArn(listener.targetGroupKey);
+    const same =
+      found.protocol === listener.protocol &&
+      target !== undefined &&
+      found.targetGroupArn === target &&
+      [...found.certificateArns].sort().join() === [...listener.certificateArns].sort().join() &&
+      (listener.protocol !== 'TLS' || found.sslPolicy === listener.sslPolicy);
+    if (!same) listeners.push({ kind: 'modifyListener', arn: found.arn, listener });
+  }
+  for (const found of existingListeners) {
+    if (!desired.listeners.some((l) => l.port === found.port)) {
+      cleanup.unshift({ kind: 'deleteListener', arn: found.arn, port: found.port });
+    }
+  }
+  const desiredNames = new Set(desired.targetGroups.map((tg) => tg.name));
+  for (const tg of observed.targetGroups) {
+    if (!desiredNames.has(tg.name))
+      cleanup.push({ kind: 'deleteTargetGroup', arn: tg.arn, name: tg.name });
+  }
+
+  return {
+    steps: [
+      ...early,
+      ...groups,
+      ...balancer,
+      ...listeners,
+      ...orderCleanup(cleanup),
+      ...deregistrations,
+      ...tagging,
+    ],
+    keptTargetGroups,
+  };
+}
+
+/** Listeners go before the target groups they pointed at; rules are revoked last. */
+function orderCleanup(steps: Step[]): Step[] {
+  const rank: Partial<Record<Step['kind'], number>> = {
+    deleteListener: 0,
+    deleteTargetGroup: 1,
+    revokeIngress: 2,
+  };
+  return [...steps].sort((a, b) => (rank[a.kind] ?? 3) - (rank[b.kind] ?? 3));
+}
+
+export function ruleKey(rule: IngressRule): string {
+  return `${rule.protocol}:${rule.fromPort}-${rule.toPort}:${rule.cidr}`;
+}
+
+function difference(a: readonly IngressRule[], b: readonly IngressRule[]): IngressRule[] {
+  const present = new Set(b.map(ruleKey));
+  return a.filter((rule) => !present.has(ruleKey(rule)));
+}
+
+function changedEntries(desired: Tags, observed: Tags): Record<string, string> {
+  const changed: Record<string, string> = {};
+  for (const [key, value] of Object.entries(desired)) {
+    if (observed[key] !== value) changed[key] = value;
+  }
+  return changed;
+}
+
+function pushTagChanges(
+  steps: Step[],
+  resource: ResourceRef,
+  desired: Tags,
+  observed: Tags,
+  previouslyApplied: ReadonlySet<string>,
+): void {
+  const add = changedEntries(desired, observed);
+  // Only tags we applied before are removed; tags others put on our resources are left alone.
+  const remove = Object.keys(observed).filter(
+    (key) => !(key in desired) && previouslyApplied.has(key),
+  );
+  if (Object.keys(add).length > 0 || remove.length > 0) {
+    steps.push({ kind: 'tagResource', resource, add, remove });
+  }
+}
+
+export function sameHealthCheck(a: HealthCheck, b: HealthCheck): boolean {
+  return (
+    a.protocol === b.protocol &&
+    a.port === b.port &&
+    (a.protocol === 'TCP' || (a.path === b.path && a.successCodes === b.successCodes)) &&
+    a.intervalSeconds === b.intervalSeconds &&
+    a.timeoutSeconds === b.timeoutSeconds &&
+    a.healthyThreshold === b.healthyThreshold &&
+    a.unhealthyThreshold === b.unhealthyThreshold
+  );
+}

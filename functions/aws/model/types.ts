@@ -1,0 +1,137 @@
+/** The AWS side of one Service's load balancer, desired and observed, as plain data. */
+
+export type Scheme = 'internal' | 'internet-facing';
+export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
+export type TargetGroupProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
+export type HealthCheckProtocol = 'TCP' | 'HTTP' | 'HTTPS';
+
+export interface HealthCheck {
+  readonly protocol: HealthCheckProtocol;
+  /** `traffic-port` or a port number as a string, as ELBv2 takes it. */
+  readonly port: string;
+  /** HTTP(S) only. */
+  readonly path?: string | undefined;
+  /** HTTP(S) only: the HTTP codes that count as healthy. */
+  readonly successCodes?: string | undefined;
+  readonly intervalSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly healthyThreshold: number;
+  readonly unhealthyThreshold: number;
+}
+
+export type Tags = Readonly<Record<string, string>>;
+
+export interface SubnetRef {
+  readonly subnetId: string;
+  readonly availabilityZone: string;
+}
+
+export interface SubnetMapping {
+  readonly subnetId: string;
+  readonly allocationId?: string | undefined;
+  readonly privateIPv4Address?: string | undefined;
+}
+
+/** One inbound security group rule: a protocol and port (or ICMP type/code) open to one CIDR. */
+export interface IngressRule {
+  readonly protocol: 'tcp' | 'udp' | 'icmp';
+  /** The port, or for ICMP the type. */
+  readonly fromPort: number;
+  /** The port, or for ICMP the code. */
+  readonly toPort: number;
+  readonly cidr: string;
+}
+
+export interface DesiredTargetGroup {
+  /** Stable identity within the Service: `<service port>/<protocol>`, e.g. `80/TCP`. */
+  readonly key: string;
+  readonly name: string;
+  readonly protocol: TargetGroupProtocol;
+  /** The nodePort the instances receive traffic on. */
+  readonly port: number;
+  readonly healthCheck: HealthCheck;
+  /** Only the attributes we manage; others are left as they are. */
+  readonly attributes: Tags;
+  readonly tags: Tags;
+  /** EC2 instance IDs. */
+  readonly targets: readonly string[];
+}
+
+export interface DesiredListener {
+  readonly port: number;
+  readonly protocol: ListenerProtocol;
+  readonly targetGroupKey: string;
+  readonly certificateArns: readonly string[];
+  readonly sslPolicy?: string | undefined;
+}
+
+export interface DesiredSecurityGroup {
+  readonly name: string;
+  readonly description: string;
+  readonly vpcId: string;
+  readonly ingress: readonly IngressRule[];
+  readonly tags: Tags;
+}
+
+export interface DesiredLoadBalancer {
+  readonly name: string;
+  readonly scheme: Scheme;
+  readonly subnetMappings: readonly SubnetMapping[];
+  readonly securityGroup: DesiredSecurityGroup;
+  /** The cluster's shared backend security group, which node security groups allow. */
+  readonly backendSecurityGroupId?: string | undefined;
+  /** Only the load balancer attributes we manage. */
+  readonly attributes: Tags;
+  readonly tags: Tags;
+  readonly listeners: readonly DesiredListener[];
+  readonly targetGroups: readonly DesiredTargetGroup[];
+}
+
+export interface ObservedTargetGroup {
+  readonly arn: string;
+  readonly name: string;
+  readonly protocol: TargetGroupProtocol;
+  readonly port: number;
+  readonly healthCheck: HealthCheck;
+  readonly tags: Tags;
+  /** Only read when we manage some attributes. */
+  readonly attributes?: Tags | undefined;
+  /** Registered instance IDs; undefined when not read. */
+  readonly targets?: readonly string[] | undefined;
+}
+
+export interface ObservedListener {
+  readonly arn: string;
+  readonly port: number;
+  readonly protocol: ListenerProtocol;
+  readonly targetGroupArn?: string | undefined;
+  readonly certificateArns: readonly string[];
+  readonly sslPolicy?: string | undefined;
+}
+
+export interface ObservedSecurityGroup {
+  readonly id: string;
+  readonly name: string;
+  readonly ingress: readonly IngressRule[];
+  readonly tags: Tags;
+}
+
+export interface ObservedLoadBalancer {
+  readonly arn: string;
+  readonly name: string;
+  readonly dnsName: string;
+  readonly scheme: Scheme;
+  readonly subnetIds: readonly string[];
+  readonly securityGroupIds: readonly string[];
+  readonly tags: Tags;
+  /** Only read when we manage some attributes. */
+  readonly attributes?: Tags | undefined;
+}
+
+/** Everything found for one Service. */
+export interface Observed {
+  readonly loadBalancer?: ObservedLoadBalancer | undefined;
+  readonly listeners: readonly ObservedListener[];
+  readonly targetGroups: readonly ObservedTargetGroup[];
+  readonly securityGroup?: ObservedSecurityGroup | undefined;
+}

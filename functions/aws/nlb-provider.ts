@@ -1,0 +1,317 @@
+import { DeleteSecurityGroupCommand } from '@aws-sdk/client-ec2';
+import {
+  DeleteLoadBalancerCommand,
+  DeleteTargetGroupCommand,
+  DeregisterTargetsCommand,
+  RegisterTargetsCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
+import { TerminalError } from '../core/errors';
+import { stableHash } from '../core/hash';
+import type { Host } from '../core/hosts';
+import type { LoadBalancerStatus, Service } from '../core/objects';
+import type {
+  DeleteResult,
+  EnsureResult,
+  LoadBalancerProvider,
+  ProviderState,
+  UpdateResult,
+} from '../sync/ports';
+import { isAwsError, translateAwsError } from './aws-errors';
+import type { NlbClients } from './clients';
+import { executePlan } from './execute';
+import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
+import { buildDesiredLoadBalancer, limits, schemeOf, type ProviderSettings } from './model/desired';
+import { loadBalancerName, ownershipTags } from './model/naming';
+import { planChanges } from './model/plan';
+import { observe } from './observe';
+import { readNlbState, recordedResources, toProviderState, type NlbState } from './nlb-state';
+import { resolveSubnets } from './subnets';
+
+/** Bump when the desired model changes meaning, so every checkpoint misses once. */
+export const nlbModelVersion = 1;
+
+/** Seconds to wait for a security group or target group AWS still holds after its NLB is gone. */
+const stillInUseRetrySeconds = 30;
+
+/**
+ * The LoadBalancerProvider for AWS Network Load Balancers with instance targets on the Services'
+ * NodePorts: desired model → observed → plan → apply, owned by tags, found by stored ARNs.
+ */
+export class NlbProvider implements LoadBalancerProvider {
+  readonly fingerprint: string;
+
+  constructor(
+    private readonly clients: NlbClients,
+    private readonly settings: ProviderSettings,
+  ) {
+    this.fingerprint = stableHash({
+      model: nlbModelVersion,
+      settings: { ...settings, defaultTags: { ...settings.defaultTags } },
+    });
+  }
+
+  getLoadBalancerName(service: Service): string {
+    return loadBalancerName(
+      this.settings.clusterName,
+      service,
+      schemeOf(this.optionsOrDefaults(service), this.settings),
+    );
+  }
+
+  async getLoadBalancer(
+    service: Service,
+    state: ProviderState | undefined,
+  ): Promise<{ exists: boolean; status?: LoadBalancerStatus }> {
+    const nlb = readNlbState(state);
+    const inventory = await this.inventory(service, nlb);
+    const exists =
+      inventory.loadBalancerArns.length +
+        inventory.targetGroupArns.length +
+        inventory.securityGroupIds.length >
+      0;
+    return { exists, ...(exists && nlb.dnsName ? { status: statusOf(nlb.dnsName) } : {}) };
+  }
+
+  async ensureLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    state: ProviderState | undefined,
+  ): Promise<EnsureResult> {
+    const nlb = readNlbState(state);
+    const options = parseAnnotations(service);
+    const scheme = schemeOf(options, this.settings);
+    const subnetInputs = JSON.stringify([scheme, options.subnets ?? null]);
+    let subnets = nlb.subnets?.inputs === subnetInputs ? nlb.subnets.refs : undefined;
+    if (subnets === undefined) {
+      subnets = await resolveSubnets(this.clients.ec2, this.settings, scheme, options.subnets);
+      nlb.subnets = { inputs: subnetInputs, refs: subnets };
+    }
+    const desired = buildDesiredLoadBalancer({
+      service,
+      hosts,
+      settings: this.settings,
+      options,
+      subnets,
+    });
+    const observed = await observe({
+      clients: this.clients,
+      clusterName: this.settings.clusterName,
+      service,
+      loadBalancerName: desired.name,
+      backendSecurityGroupId: this.settings.backendSecurityGroupId,
+      state: nlb,
+      readLoadBalancerAttributes: Object.keys(desired.attributes).length > 0,
+      readTargetGroupAttributes: desired.targetGroups.some(
+        (tg) => Object.keys(tg.attributes).length > 0,
+      ),
+    });
+    const plan = planChanges(desired, observed, nlb.appliedTagKeys ?? []);
+    // State follows what was observed: kept resources are recorded, vanished ones forgotten.
+    if (observed.loadBalancer !== undefined) {
+      nlb.loadBalancerArn = observed.loadBalancer.arn;
+      nlb.loadBalancerName = observed.loadBalancer.name;
+      nlb.dnsName = observed.loadBalancer.dnsName;
+    } else {
+      delete nlb.loadBalancerArn;
+      delete nlb.dnsName;
+      delete nlb.loadBalancerName;
+    }
+    if (observed.securityGroup !== undefined) nlb.securityGroupId = observed.securityGroup.id;
+    else delete nlb.securityGroupId;
+    nlb.targetGroups = Object.fromEntries(
+      observed.targetGroups.map((tg) => {
+        const key = desired.targetGroups.find((d) => d.name === tg.name)?.key ?? `old:${tg.name}`;
+        return [key, { arn: tg.arn, name: tg.name, targets: [...(tg.targets ?? [])] }];
+      }),
+    );
+    await executePlan({
+      clients: this.clients,
+      clusterName: this.settings.clusterName,
+      service,
+      desired,
+      plan,
+      state: nlb,
+      securityGroupId: observed.securityGroup?.id,
+      loadBalancerArn:
+        observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
+    });
+    nlb.appliedTagKeys = Object.keys(desired.tags).sort();
+    return { status: statusOf(nlb.dnsName ?? ''), state: toProviderState(nlb) };
+  }
+
+  /**
+   * Node changes only: registers new instances and deregisters gone ones, from the targets state
+   * recorded, in every target group; nothing is read. Without a complete record it falls back to
+   * a full Ensure.
+   */
+  async updateLoadBalancer(
+    service: Service,
+    hosts: readonly Host[],
+    state: ProviderState | undefined,
+  ): Promise<UpdateResult> {
+    const nlb = readNlbState(state);
+    const groups = Object.values(nlb.targetGroups ?? {});
+    if (groups.length === 0 || groups.some((tg) => tg.targets === undefined)) {
+      return { state: (await this.ensureLoadBalancer(service, hosts, state)).state };
+    }
+    if (hosts.length > limits.targetsPerTargetGroup) {
+      throw new TerminalError(
+        `${hosts.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold`,
+      );
+    }
+    const wanted = [...new Set(hosts.map((h) => h.instanceId))].sort();
+    try {
+      for (const tg of groups) {
+        const current = tg.targets ?? [];
+        const register = wanted.filter((id) => !current.includes(id));
+        const deregister = current.filter((id) => !wanted.includes(id));
+        // Register first, so a group never drops to zero targets in between.
+        if (register.length > 0) {
+          await this.clients.elbv2.send(
+            new RegisterTargetsCommand({
+              TargetGroupArn: tg.arn,
+              Targets: register.map((Id) => ({ Id })),
+            }),
+          );
+        }
+        tg.targets = [...new Set([...current, ...register])].sort();
+        if (deregister.length > 0) {
+          await this.clients.elbv2.send(
+            new DeregisterTargetsCommand({
+              TargetGroupArn: tg.arn,
+              Targets: deregister.map((Id) => ({ Id })),
+            }),
+          );
+        }
+        tg.targets = wanted;
+      }
+    } catch (error) {
+      throw Object.assign(translateAwsError(error, 'update targets'), {
+        providerState: toProviderState(nlb),
+      });
+    }
+    return { state: toProviderState(nlb) };
+  }
+
+  /**
+   * Deletes everything owned for the Service, found by stored ARNs and by ownership tags, in
+   * dependency order. Never stops because the NLB is already gone. Groups AWS still holds
+   * (ResourceInUse, DependencyViolation) are kept in state and retried after a fixed delay.
+   */
+  async ensureLoadBalancerDeleted(
+    service: Service,
+    state: ProviderState | undefined,
+  ): Promise<DeleteResult> {
+    const nlb = readNlbState(state);
+    const inventory = await this.inventory(service, nlb);
+    const remaining: NlbState = {};
+    try {
+      for (const arn of inventory.loadBalancerArns) {
+        await ignoreMissing(
+          () => this.clients.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: arn })),
+          'LoadBalancerNotFound',
+        );
+      }
+      for (const arn of inventory.targetGroupArns) {
+        try {
+          await ignoreMissing(
+            () => this.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: arn })),
+            'TargetGroupNotFound',
+          );
+        } catch (error) {
+          if (!isAwsError(error, 'ResourceInUse', 'ResourceInUseException')) throw error;
+          remaining.targetGroups = { ...remaining.targetGroups, [arn]: { arn, name: arn } };
+        }
+      }
+      for (const id of inventory.securityGroupIds) {
+        try {
+          await ignoreMissing(
+            () => this.clients.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id })),
+            'InvalidGroup.NotFound',
+          );
+        } catch (error) {
+          // The NLB's network interfaces hold the group for minutes after the NLB is deleted.
+          if (!isAwsError(error, 'DependencyViolation')) throw error;
+          remaining.securityGroupId = id;
+        }
+      }
+    } catch (error) {
+      throw Object.assign(translateAwsError(error, 'delete load balancer resources'), {
+        providerState: toProviderState(nlb),
+      });
+    }
+    const left = recordedResources(remaining);
+    const stillThere = left.targetGroupArns.length + left.securityGroupIds.length > 0;
+    return {
+      state: toProviderState(remaining),
+      ...(stillThere ? { requeueAfterSeconds: stillInUseRetrySeconds } : {}),
+    };
+  }
+
+  /** Stored ARNs plus everything the tagging API finds with this Service's ownership tags. */
+  private async inventory(service: Service, nlb: NlbState) {
+    const recorded = recordedResources(nlb);
+    const found = {
+      loadBalancerArns: new Set(recorded.loadBalancerArns),
+      targetGroupArns: new Set(recorded.targetGroupArns),
+      securityGroupIds: new Set(recorded.securityGroupIds),
+    };
+    let token: string | undefined;
+    try {
+      do {
+        const page = await this.clients.tagging.send(
+          new GetResourcesCommand({
+            TagFilters: [
+              { Key: ownershipTags.cluster, Values: [this.settings.clusterName] },
+              { Key: ownershipTags.serviceUid, Values: [service.metadata?.uid ?? ''] },
+            ],
+            ResourceTypeFilters: [
+              'elasticloadbalancing:loadbalancer',
+              'elasticloadbalancing:targetgroup',
+              'ec2:security-group',
+            ],
+            ...(token ? { PaginationToken: token } : {}),
+          }),
+        );
+        for (const mapping of page.ResourceTagMappingList ?? []) {
+          const arn = mapping.ResourceARN ?? '';
+          if (arn.includes(':loadbalancer/')) found.loadBalancerArns.add(arn);
+          else if (arn.includes(':targetgroup/')) found.targetGroupArns.add(arn);
+          else if (arn.includes(':security-group/'))
+            found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
+        }
+        token = page.PaginationToken || undefined;
+      } while (token !== undefined);
+    } catch (error) {
+      throw translateAwsError(error, 'find resources by tags');
+    }
+    return {
+      loadBalancerArns: [...found.loadBalancerArns],
+      targetGroupArns: [...found.targetGroupArns],
+      securityGroupIds: [...found.securityGroupIds],
+    };
+  }
+
+  /** Annotations for naming only: a bad annotation falls back to defaults here (Ensure reports it). */
+  private optionsOrDefaults(service: Service): LoadBalancerOptions {
+    try {
+      return parseAnnotations(service);
+    } catch {
+      return parseAnnotations({ metadata: {} });
+    }
+  }
+}
+
+function statusOf(dnsName: string): LoadBalancerStatus {
+  return dnsName === '' ? {} : { ingress: [{ hostname: dnsName }] };
+}
+
+async function ignoreMissing(send: () => Promise<unknown>, ...codes: string[]): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    const variants = codes.flatMap((code) => [code, `${code}Exception`]);
+    if (!isAwsError(error, ...variants)) throw error;
+  }
+}

@@ -1,0 +1,38 @@
+import type { JsonValue } from '../core/hash';
+import type { SubnetRef } from './model/types';
+import type { ProviderState } from '../sync/ports';
+
+/** What the NLB provider remembers for one Service between calls (stored by the state table). */
+export interface NlbState {
+  loadBalancerArn?: string;
+  loadBalancerName?: string;
+  dnsName?: string;
+  securityGroupId?: string;
+  /** Resolved subnets, with the inputs they were resolved from (scheme and subnets annotation). */
+  subnets?: { readonly inputs: string; readonly refs: SubnetRef[] };
+  targetGroups?: Record<string, { arn: string; name: string; targets?: string[] }>;
+  /** Tag keys applied by earlier syncs: the only ones a sync may remove again. */
+  appliedTagKeys?: string[];
+}
+
+export function readNlbState(state: ProviderState | undefined): NlbState {
+  // Provider state is JSON we wrote ourselves; a copy keeps the caller's object untouched.
+  return state === undefined ? {} : structuredClone(state);
+}
+
+export function toProviderState(state: NlbState): ProviderState {
+  return JSON.parse(JSON.stringify(state)) as { [key: string]: JsonValue };
+}
+
+/** Every ARN or ID recorded, for deletion. */
+export function recordedResources(state: NlbState): {
+  loadBalancerArns: string[];
+  targetGroupArns: string[];
+  securityGroupIds: string[];
+} {
+  return {
+    loadBalancerArns: state.loadBalancerArn ? [state.loadBalancerArn] : [],
+    targetGroupArns: Object.values(state.targetGroups ?? {}).map((tg) => tg.arn),
+    securityGroupIds: state.securityGroupId ? [state.securityGroupId] : [],
+  };
+}

@@ -1,0 +1,300 @@
+import {
+  DescribeSecurityGroupsCommand,
+  type IpPermission,
+  type SecurityGroup,
+} from '@aws-sdk/client-ec2';
+import {
+  DescribeListenersCommand,
+  DescribeLoadBalancerAttributesCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTagsCommand,
+  DescribeTargetGroupAttributesCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+  type LoadBalancer,
+  type TargetGroup,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { TerminalError } from '../core/errors';
+import type { Service } from '../core/objects';
+import { isAwsError, translateAwsError } from './aws-errors';
+import type { NlbClients } from './clients';
+import { ownershipOf, ownershipTags } from './model/naming';
+import type {
+  HealthCheck,
+  HealthCheckProtocol,
+  IngressRule,
+  ListenerProtocol,
+  Observed,
+  ObservedListener,
+  ObservedLoadBalancer,
+  ObservedSecurityGroup,
+  ObservedTargetGroup,
+  Tags,
+  TargetGroupProtocol,
+} from './model/types';
+import type { NlbState } from './nlb-state';
+
+export interface ObserveRequest {
+  readonly clients: NlbClients;
+  readonly clusterName: string;
+  readonly service: Service;
+  /** The name the NLB should have; looked up when state has no ARN. */
+  readonly loadBalancerName: string;
+  readonly backendSecurityGroupId?: string | undefined;
+  readonly state: NlbState;
+  readonly readLoadBalancerAttributes: boolean;
+  readonly readTargetGroupAttributes: boolean;
+}
+
+/**
+ * Reads what AWS has for one Service, starting from the ARNs in state and falling back to the
+ * deterministic name, and checks every resource's ownership tags: a resource with our name but
+ * another owner is never returned for modification (terminal error instead).
+ */
+export async function observe(request: ObserveRequest): Promise<Observed> {
+  const { clients, state } = request;
+  const elbv2 = clients.elbv2;
+  let lb: LoadBalancer | undefined;
+  if (state.loadBalancerArn !== undefined) {
+    lb = await describeLoadBalancer(request, { LoadBalancerArns: [state.loadBalancerArn] });
+  }
+  lb ??= await describeLoadBalancer(request, { Names: [request.loadBalancerName] });
+
+  const groups: TargetGroup[] = [];
+  if (lb?.LoadBalancerArn !== undefined) {
+    const found = await call('describe target groups', () =>
+      elbv2.send(new DescribeTargetGroupsCommand({ LoadBalancerArn: lb.LoadBalancerArn })),
+    );
+    groups.push(...(found.TargetGroups ?? []));
+  }
+  const recorded = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
+  const unattached = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
+  groups.push(...(await describeTargetGroupsByArn(request, unattached)));
+
+  const tags = await describeTags(request, [
+    ...(lb?.LoadBalancerArn ? [lb.LoadBalancerArn] : []),
+    ...groups.map((g) => g.TargetGroupArn ?? ''),
+  ]);
+  const refuse = (what: string, name: string, arn: string) =>
+    new TerminalError(
+      `${what} ${name} (${arn}) is not owned by this Service in cluster ${request.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match); refusing to modify or delete it`,
+    );
+  if (
+    lb !== undefined &&
+    ownershipOf(tags.get(lb.LoadBalancerArn ?? '') ?? {}, request.clusterName, request.service) !==
+      'ours'
+  ) {
+    throw refuse('load balancer', lb.LoadBalancerName ?? '', lb.LoadBalancerArn ?? '');
+  }
+  for (const group of groups) {
+    if (
+      ownershipOf(
+        tags.get(group.TargetGroupArn ?? '') ?? {},
+        request.clusterName,
+        request.service,
+      ) !== 'ours'
+    ) {
+      throw refuse('target group', group.TargetGroupName ?? '', group.TargetGroupArn ?? '');
+    }
+  }
+
+  const observedGroups: ObservedTargetGroup[] = [];
+  for (const group of groups) {
+    const arn = group.TargetGroupArn ?? '';
+    observedGroups.push({
+      arn,
+      name: group.TargetGroupName ?? '',
+      protocol: (group.Protocol ?? 'TCP') as TargetGroupProtocol,
+      port: group.Port ?? 0,
+      healthCheck: healthCheckOf(group),
+      tags: tags.get(arn) ?? {},
+      attributes: request.readTargetGroupAttributes
+        ? await targetGroupAttributes(request, arn)
+        : undefined,
+      // Always read: the drift check must see targets removed by hand.
+      targets: await registeredTargets(request, arn),
+    });
+  }
+
+  let listeners: ObservedListener[] = [];
+  let observedLb: ObservedLoadBalancer | undefined;
+  if (lb?.LoadBalancerArn !== undefined) {
+    const arn = lb.LoadBalancerArn;
+    const found = await call('describe listeners', () =>
+      elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
+    );
+    listeners = (found.Listeners ?? []).map((l) => ({
+      arn: l.ListenerArn ?? '',
+      port: l.Port ?? 0,
+      protocol: (l.Protocol ?? 'TCP') as ListenerProtocol,
+      targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
+      certificateArns: (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
+      sslPolicy: l.SslPolicy,
+    }));
+    observedLb = {
+      arn,
+      name: lb.LoadBalancerName ?? '',
+      dnsName: (lb.DNSName ?? '').toLowerCase(),
+      scheme: lb.Scheme ?? 'internal',
+      subnetIds: (lb.AvailabilityZones ?? []).map((z) => z.SubnetId ?? ''),
+      securityGroupIds: lb.SecurityGroups ?? [],
+      tags: tags.get(arn) ?? {},
+      attributes: request.readLoadBalancerAttributes
+        ? await loadBalancerAttributes(request, arn)
+        : undefined,
+    };
+  }
+
+  const sgId =
+    state.securityGroupId ??
+    observedLb?.securityGroupIds.find((id) => id !== request.backendSecurityGroupId);
+  const securityGroup = sgId === undefined ? undefined : await describeSecurityGroup(request, sgId);
+  return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
+}
+
+async function call<T>(action: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    throw translateAwsError(error, action);
+  }
+}
+
+async function describeLoadBalancer(
+  request: ObserveRequest,
+  query: { LoadBalancerArns?: string[]; Names?: string[] },
+): Promise<LoadBalancer | undefined> {
+  try {
+    const found = await request.clients.elbv2.send(new DescribeLoadBalancersCommand(query));
+    return found.LoadBalancers?.[0];
+  } catch (error) {
+    if (isAwsError(error, 'LoadBalancerNotFound', 'LoadBalancerNotFoundException'))
+      return undefined;
+    throw translateAwsError(error, 'describe load balancers');
+  }
+}
+
+async function describeTargetGroupsByArn(
+  request: ObserveRequest,
+  arns: readonly string[],
+): Promise<TargetGroup[]> {
+  if (arns.length === 0) return [];
+  try {
+    const found = await request.clients.elbv2.send(
+      new DescribeTargetGroupsCommand({ TargetGroupArns: [...arns] }),
+    );
+    return found.TargetGroups ?? [];
+  } catch (error) {
+    if (!isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')) {
+      throw translateAwsError(error, 'describe target groups');
+    }
+    // One of them is gone: ask one by one, so the others are still found.
+    if (arns.length === 1) return [];
+    const each = await Promise.all(arns.map((arn) => describeTargetGroupsByArn(request, [arn])));
+    return each.flat();
+  }
+}
+
+async function describeTags(
+  request: ObserveRequest,
+  arns: readonly string[],
+): Promise<Map<string, Tags>> {
+  const result = new Map<string, Tags>();
+  for (let i = 0; i < arns.length; i += 20) {
+    const chunk = arns.slice(i, i + 20);
+    const found = await call('describe tags', () =>
+      request.clients.elbv2.send(new DescribeTagsCommand({ ResourceArns: chunk })),
+    );
+    for (const description of found.TagDescriptions ?? []) {
+      result.set(description.ResourceArn ?? '', tagsOf(description.Tags));
+    }
+  }
+  return result;
+}
+
+async function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
+  const found = await call('describe target health', () =>
+    request.clients.elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn })),
+  );
+  // Draining targets are on their way out already.
+  return (found.TargetHealthDescriptions ?? [])
+    .filter((d) => d.TargetHealth?.State !== 'draining')
+    .map((d) => d.Target?.Id ?? '')
+    .filter((id) => id !== '')
+    .sort();
+}
+
+async function targetGroupAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await call('describe target group attributes', () =>
+    request.clients.elbv2.send(new DescribeTargetGroupAttributesCommand({ TargetGroupArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function loadBalancerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await call('describe load balancer attributes', () =>
+    request.clients.elbv2.send(new DescribeLoadBalancerAttributesCommand({ LoadBalancerArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function describeSecurityGroup(
+  request: ObserveRequest,
+  id: string,
+): Promise<ObservedSecurityGroup | undefined> {
+  let group: SecurityGroup | undefined;
+  try {
+    const found = await request.clients.ec2.send(
+      new DescribeSecurityGroupsCommand({ GroupIds: [id] }),
+    );
+    group = found.SecurityGroups?.[0];
+  } catch (error) {
+    if (isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound')) return undefined;
+    throw translateAwsError(error, 'describe security groups');
+  }
+  if (group === undefined) return undefined;
+  const tags = tagsOf(group.Tags);
+  if (ownershipOf(tags, request.clusterName, request.service) !== 'ours') {
+    throw new TerminalError(
+      `security group ${group.GroupName ?? ''} (${id}) is not owned by this Service in cluster ${request.clusterName}; refusing to modify or delete it`,
+    );
+  }
+  return { id, name: group.GroupName ?? '', ingress: rulesOf(group.IpPermissions ?? []), tags };
+}
+
+export function tagsOf(
+  tags: readonly { Key?: string | undefined; Value?: string | undefined }[] | undefined,
+): Tags {
+  return Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
+}
+
+export function rulesOf(permissions: readonly IpPermission[]): IngressRule[] {
+  const rules: IngressRule[] = [];
+  for (const permission of permissions) {
+    const protocol = permission.IpProtocol;
+    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'icmp') continue;
+    for (const range of permission.IpRanges ?? []) {
+      rules.push({
+        protocol,
+        fromPort: permission.FromPort ?? 0,
+        toPort: permission.ToPort ?? 0,
+        cidr: range.CidrIp ?? '',
+      });
+    }
+  }
+  return rules;
+}
+
+function healthCheckOf(group: TargetGroup): HealthCheck {
+  const protocol = (group.HealthCheckProtocol ?? 'TCP') as HealthCheckProtocol;
+  return {
+    protocol,
+    port: group.HealthCheckPort ?? 'traffic-port',
+    path: protocol === 'TCP' ? undefined : group.HealthCheckPath,
+    successCodes: protocol === 'TCP' ? undefined : group.Matcher?.HttpCode,
+    intervalSeconds: group.HealthCheckIntervalSeconds ?? 0,
+    timeoutSeconds: group.HealthCheckTimeoutSeconds ?? 0,
+    healthyThreshold: group.HealthyThresholdCount ?? 0,
+    unhealthyThreshold: group.UnhealthyThresholdCount ?? 0,
+  };
+}
