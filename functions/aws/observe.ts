@@ -62,10 +62,7 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
 
   const groups: TargetGroup[] = [];
   if (lb?.LoadBalancerArn !== undefined) {
-    const found = await call('describe target groups', () =>
-      elbv2.send(new DescribeTargetGroupsCommand({ LoadBalancerArn: lb.LoadBalancerArn })),
-    );
-    groups.push(...(found.TargetGroups ?? []));
+    groups.push(...(await describeTargetGroupsOf(request, lb.LoadBalancerArn)));
   }
   const recorded = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
   const unattached = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
@@ -171,6 +168,22 @@ async function describeLoadBalancer(
     if (isAwsError(error, 'LoadBalancerNotFound', 'LoadBalancerNotFoundException'))
       return undefined;
     throw translateAwsError(error, 'describe load balancers');
+  }
+}
+
+async function describeTargetGroupsOf(
+  request: ObserveRequest,
+  loadBalancerArn: string,
+): Promise<TargetGroup[]> {
+  try {
+    const found = await request.clients.elbv2.send(
+      new DescribeTargetGroupsCommand({ LoadBalancerArn: loadBalancerArn }),
+    );
+    return found.TargetGroups ?? [];
+  } catch (error) {
+    // Some implementations answer "not found" for a load balancer without target groups.
+    if (isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')) return [];
+    throw translateAwsError(error, 'describe target groups');
   }
 }
 

@@ -207,6 +207,8 @@ export function planChanges(
   return {
     steps: [
       ...early,
+      ...creates,
+      ...(creates.length > 0 ? [{ kind: 'verifyCreatedTargetGroups' } as const] : []),
       ...groups,
       ...balancer,
       ...listeners,

@@ -1,0 +1,301 @@
+import { DescribeSecurityGroupsCommand } from '@aws-sdk/client-ec2';
+import {
+  CreateLoadBalancerCommand,
+  DescribeListenersCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTagsCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { TerminalError } from '../../functions/core/errors';
+import type { Service } from '../../functions/core/objects';
+import type { ProviderState } from '../../functions/sync/ports';
+import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
+import { makeService, type ServiceOptions } from '../support/core-objects';
+
+let cluster: AwsCluster;
+let provider: NlbProvider;
+/** What the test expects to be left in the account when it ends (resource tag values). */
+let expectedLeft: string[];
+
+beforeEach(async () => {
+  cluster = await createAwsCluster();
+  provider = new NlbProvider(cluster.clients, cluster.settings);
+  expectedLeft = [];
+});
+
+afterEach(async () => {
+  expect(await cluster.ownedResources()).toEqual(expectedLeft.sort());
+});
+
+const service = (options: ServiceOptions = {}): Service =>
+  makeService({ uid: 'uid-web', ...options });
+
+async function ensure(svc: Service, state?: ProviderState) {
+  return provider.ensureLoadBalancer(svc, cluster.hosts, state);
+}
+
+async function describeAll(state: ProviderState) {
+  const nlb = readNlbState(state);
+  const elbv2 = cluster.account.client(
+    (await import('@aws-sdk/client-elastic-load-balancing-v2')).ElasticLoadBalancingV2Client,
+  );
+  const lbs = await elbv2.send(
+    new DescribeLoadBalancersCommand({ LoadBalancerArns: [nlb.loadBalancerArn ?? ''] }),
+  );
+  const listeners = await elbv2.send(
+    new DescribeListenersCommand({ LoadBalancerArn: nlb.loadBalancerArn }),
+  );
+  // By the ARNs in state: moto does not list a group under its NLB after ModifyListener points at it.
+  const groups = await elbv2.send(
+    new DescribeTargetGroupsCommand({
+      TargetGroupArns: Object.values(nlb.targetGroups ?? {}).map((tg) => tg.arn),
+    }),
+  );
+  const targets: Record<string, string[]> = {};
+  for (const tg of groups.TargetGroups ?? []) {
+    const health = await elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: tg.TargetGroupArn }),
+    );
+    targets[String(tg.Port)] = (health.TargetHealthDescriptions ?? [])
+      .map((d) => d.Target?.Id ?? '')
+      .sort();
+  }
+  const ec2 = cluster.account.client((await import('@aws-sdk/client-ec2')).EC2Client);
+  const sg = await ec2.send(
+    new DescribeSecurityGroupsCommand({ GroupIds: [nlb.securityGroupId ?? ''] }),
+  );
+  return {
+    lb: lbs.LoadBalancers?.[0],
+    listeners: (listeners.Listeners ?? []).sort((a, b) => (a.Port ?? 0) - (b.Port ?? 0)),
+    groups: (groups.TargetGroups ?? []).sort((a, b) => (a.Port ?? 0) - (b.Port ?? 0)),
+    targets,
+    securityGroup: sg.SecurityGroups?.[0],
+  };
+}
+
+const everything = [
+  'load-balancer (default/web)',
+  'security-group (default/web)',
+  'target-group:443 (default/web)',
+  'target-group:80 (default/web)',
+];
+
+describe('NlbProvider against moto', () => {
+  it('creates an NLB with a security group, one target group and listener per port, and all hosts as targets', async () => {
+    const result = await ensure(service());
+    const world = await describeAll(result.state);
+
+    expect(world.lb).toMatchObject({ Type: 'network', Scheme: 'internal' });
+    expect(world.lb?.SecurityGroups).toEqual(
+      expect.arrayContaining([cluster.settings.backendSecurityGroupId]),
+    );
+    expect(world.lb?.LoadBalancerName?.length).toBeLessThanOrEqual(32);
+    expect(world.listeners.map((l) => `${l.Protocol}:${l.Port}`)).toEqual(['TCP:80', 'TCP:443']);
+    expect(world.groups.map((g) => `${g.Protocol}:${g.Port}:${g.HealthCheckProtocol}`)).toEqual([
+      'TCP:30080:TCP',
+      'TCP:30443:TCP',
+    ]);
+    const instanceIds = cluster.hosts.map((h) => h.instanceId).sort();
+    expect(world.targets).toEqual({ '30080': instanceIds, '30443': instanceIds });
+    expect(result.status.ingress?.[0]?.hostname).toBe(world.lb?.DNSName?.toLowerCase());
+    const ingress = world.securityGroup?.IpPermissions?.map(
+      (p) => `${p.IpProtocol}:${p.FromPort}:${p.IpRanges?.map((r) => r.CidrIp).join()}`,
+    );
+    expect(ingress?.sort()).toEqual(['icmp:3:0.0.0.0/0', 'tcp:443:0.0.0.0/0', 'tcp:80:0.0.0.0/0']);
+    expectedLeft = everything;
+  });
+
+  it('makes no write on an unchanged NLB and reads at most 8 times', async () => {
+    const first = await ensure(service());
+    cluster.recorder.reset();
+    await ensure(service(), first.state);
+    const calls = Object.keys(cluster.recorder.byOperation());
+    expect(calls.every((c) => /\.(Describe|Get)/.test(c))).toBe(true);
+    expect(cluster.recorder.count()).toBeLessThanOrEqual(8);
+    expectedLeft = everything;
+  });
+
+  it('registers only the new node, one call per target group, reading nothing', async () => {
+    const first = await ensure(service());
+    const [added] = await cluster.addHosts(1);
+    cluster.recorder.reset();
+    const updated = await provider.updateLoadBalancer(
+      service(),
+      [...cluster.hosts, added!],
+      first.state,
+    );
+    expect(cluster.recorder.byOperation()).toEqual({ 'ElasticLoadBalancingV2.RegisterTargets': 2 });
+    const world = await describeAll(updated.state);
+    expect(world.targets['30080']).toContain(added!.instanceId);
+    expectedLeft = everything;
+  });
+
+  it('deregisters removed nodes', async () => {
+    const first = await ensure(service());
+    const updated = await provider.updateLoadBalancer(
+      service(),
+      cluster.hosts.slice(0, 1),
+      first.state,
+    );
+    const world = await describeAll(updated.state);
+    expect(world.targets['30080']).toEqual([cluster.hosts[0]!.instanceId]);
+    expectedLeft = everything;
+  });
+
+  it('replaces a target group make-before-break when a nodePort changes, and adds and removes ports', async () => {
+    const first = await ensure(service());
+    const changed = service({
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, nodePort: 31080 },
+        { name: 'dns', protocol: 'UDP', port: 53, nodePort: 30053 },
+      ],
+    });
+    const result = await ensure(changed, first.state);
+    const world = await describeAll(result.state);
+    expect(world.listeners.map((l) => `${l.Protocol}:${l.Port}`)).toEqual(['UDP:53', 'TCP:80']);
+    expect(world.groups.map((g) => `${g.Protocol}:${g.Port}`)).toEqual(['UDP:30053', 'TCP:31080']);
+    const http = world.listeners.find((l) => l.Port === 80);
+    expect(http?.DefaultActions?.[0]?.TargetGroupArn).toBe(
+      world.groups.find((g) => g.Port === 31080)?.TargetGroupArn,
+    );
+    // UDP-only ports are health-checked on kube-proxy, the only thing answering for them.
+    expect(world.groups.find((g) => g.Port === 30053)).toMatchObject({
+      HealthCheckProtocol: 'HTTP',
+      HealthCheckPort: '10256',
+    });
+    expectedLeft = [
+      'load-balancer (default/web)',
+      'security-group (default/web)',
+      'target-group:53 (default/web)',
+      'target-group:80 (default/web)',
+    ];
+  });
+
+  it('changes health checks, source ranges, tags and attributes in place', async () => {
+    const first = await ensure(service());
+    const changed = service({
+      annotations: {
+        'service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol': 'HTTP',
+        'service.beta.kubernetes.io/aws-load-balancer-healthcheck-path': '/ready',
+        'service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval': '20',
+        'service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags': 'team=payments',
+        'service.beta.kubernetes.io/aws-load-balancer-target-group-attributes':
+          'deregistration_delay.timeout_seconds=60',
+      },
+      spec: { loadBalancerSourceRanges: ['10.0.0.0/8'] },
+    });
+    const second = await ensure(changed, first.state);
+    const world = await describeAll(second.state);
+    expect(world.groups[0]).toMatchObject({
+      HealthCheckProtocol: 'HTTP',
+      HealthCheckPath: '/ready',
+      HealthCheckIntervalSeconds: 20,
+    });
+    const ingress = world.securityGroup?.IpPermissions?.flatMap(
+      (p) => p.IpRanges?.map((r) => `${p.IpProtocol}:${p.FromPort}:${r.CidrIp}`) ?? [],
+    );
+    expect(ingress?.sort()).toEqual([
+      'icmp:3:10.0.0.0/8',
+      'tcp:443:10.0.0.0/8',
+      'tcp:80:10.0.0.0/8',
+    ]);
+    const elbv2 = cluster.clients.elbv2;
+    const tags = await elbv2.send(
+      new DescribeTagsCommand({ ResourceArns: [world.lb?.LoadBalancerArn ?? ''] }),
+    );
+    expect(tags.TagDescriptions?.[0]?.Tags).toEqual(
+      expect.arrayContaining([{ Key: 'team', Value: 'payments' }]),
+    );
+    // Same listeners and target groups: nothing was replaced.
+    expect(readNlbState(second.state).targetGroups).toEqual(readNlbState(first.state).targetGroups);
+
+    // Dropping the extra tag removes it again.
+    const third = await ensure(
+      service({ spec: { loadBalancerSourceRanges: ['10.0.0.0/8'] } }),
+      second.state,
+    );
+    const after = await elbv2.send(
+      new DescribeTagsCommand({ ResourceArns: [readNlbState(third.state).loadBalancerArn ?? ''] }),
+    );
+    expect(after.TagDescriptions?.[0]?.Tags?.some((t) => t.Key === 'team')).toBe(false);
+    expectedLeft = everything;
+  });
+
+  it('replaces the NLB when the scheme changes', async () => {
+    const first = await ensure(service());
+    const second = await ensure(
+      service({
+        annotations: { 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internet-facing' },
+      }),
+      first.state,
+    );
+    const world = await describeAll(second.state);
+    expect(world.lb?.Scheme).toBe('internet-facing');
+    expect(readNlbState(second.state).loadBalancerArn).not.toBe(
+      readNlbState(first.state).loadBalancerArn,
+    );
+    expect(world.listeners).toHaveLength(2);
+    expectedLeft = everything;
+  });
+
+  it('deletes everything, and deleting again is a no-op', async () => {
+    const created = await ensure(service());
+    const deleted = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    expect(deleted.requeueAfterSeconds).toBeUndefined();
+    expect(await provider.getLoadBalancer(service(), deleted.state)).toMatchObject({
+      exists: false,
+    });
+
+    const again = await provider.ensureLoadBalancerDeleted(service(), deleted.state);
+    expect(again.requeueAfterSeconds).toBeUndefined();
+    expectedLeft = [];
+  });
+
+  it('deletes by ownership tags when state was lost', async () => {
+    await ensure(service());
+    expect(await provider.getLoadBalancer(service(), undefined)).toMatchObject({ exists: true });
+    await provider.ensureLoadBalancerDeleted(service(), undefined);
+    expectedLeft = [];
+  });
+
+  it('refuses to touch a load balancer with our name that someone else owns', async () => {
+    const name = provider.getLoadBalancerName(service());
+    const foreign = await cluster.clients.elbv2.send(
+      new CreateLoadBalancerCommand({
+        Name: name,
+        Type: 'network',
+        Subnets: [...cluster.subnetIds],
+        Tags: [{ Key: 'owner', Value: 'someone-else' }],
+      }),
+    );
+    await expect(ensure(service())).rejects.toThrow(TerminalError);
+    await expect(ensure(service())).rejects.toThrow(/not owned by this Service/);
+    const still = await cluster.clients.elbv2.send(
+      new DescribeLoadBalancersCommand({
+        LoadBalancerArns: [foreign.LoadBalancers?.[0]?.LoadBalancerArn ?? ''],
+      }),
+    );
+    expect(still.LoadBalancers).toHaveLength(1);
+    // The security group created before the refusal is ours and deletable; the foreign NLB is untouched.
+    await provider.ensureLoadBalancerDeleted(service(), undefined);
+    expect(
+      (await cluster.clients.elbv2.send(new DescribeLoadBalancersCommand({ Names: [name] })))
+        .LoadBalancers,
+    ).toHaveLength(1);
+    expectedLeft = [];
+  });
+
+  it('reports invalid annotations as a terminal error naming them, creating nothing', async () => {
+    const bad = service({
+      annotations: { 'service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval': '2' },
+    });
+    await expect(ensure(bad)).rejects.toThrow(
+      /aws-load-balancer-healthcheck-interval: invalid value "2"/,
+    );
+    expect(cluster.recorder.count()).toBe(0);
+  });
+});

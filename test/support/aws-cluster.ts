@@ -1,0 +1,133 @@
+import {
+  CreateSecurityGroupCommand,
+  CreateSubnetCommand,
+  CreateVpcCommand,
+  EC2Client,
+  RunInstancesCommand,
+} from '@aws-sdk/client-ec2';
+import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
+import {
+  GetResourcesCommand,
+  ResourceGroupsTaggingAPIClient,
+} from '@aws-sdk/client-resource-groups-tagging-api';
+import { addRateLimits, type NlbClients } from '../../functions/aws/clients';
+import type { ProviderSettings } from '../../functions/aws/model/desired';
+import { ownershipTags } from '../../functions/aws/model/naming';
+import type { Host } from '../../functions/core/hosts';
+import { AwsCallRecorder } from './aws-calls';
+import { MotoAccount } from './moto';
+
+export const testClusterName = 'test-cluster';
+
+export interface AwsCluster {
+  readonly account: MotoAccount;
+  readonly clients: NlbClients;
+  readonly recorder: AwsCallRecorder;
+  readonly settings: ProviderSettings;
+  readonly vpcId: string;
+  readonly subnetIds: readonly string[];
+  readonly hosts: readonly Host[];
+  /** Starts more EC2 instances and returns them as hosts. */
+  addHosts(count: number): Promise<Host[]>;
+  /** What the tagging API finds with our cluster tag, as `resource-tag (service)` lines. */
+  ownedResources(): Promise<string[]>;
+}
+
+/**
+ * A private moto account set up like a cluster's VPC: two subnets in two zones tagged for both NLB
+ * roles, a backend security group, and EC2 instances for nodes. The NLB clients are counted.
+ */
+export async function createAwsCluster(nodeCount = 3, endpoint?: string): Promise<AwsCluster> {
+  const account = new MotoAccount(endpoint);
+  const recorder = new AwsCallRecorder();
+  const ec2 = recorder.attach(account.client(EC2Client));
+  const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client));
+  addRateLimits(elbv2);
+  const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient));
+  const setup = account.client(EC2Client);
+
+  const vpc = await setup.send(new CreateVpcCommand({ CidrBlock: '10.0.0.0/16' }));
+  const vpcId = vpc.Vpc?.VpcId ?? '';
+  const subnetIds: string[] = [];
+  for (const [i, zone] of ['us-east-1a', 'us-east-1b'].entries()) {
+    const subnet = await setup.send(
+      new CreateSubnetCommand({
+        VpcId: vpcId,
+        CidrBlock: `10.0.${i + 1}.0/24`,
+        AvailabilityZone: zone,
+        TagSpecifications: [
+          {
+            ResourceType: 'subnet',
+            Tags: [
+              { Key: 'kubernetes.io/role/elb', Value: '1' },
+              { Key: 'kubernetes.io/role/internal-elb', Value: '1' },
+              { Key: `kubernetes.io/cluster/${testClusterName}`, Value: 'shared' },
+              { Key: 'Name', Value: `subnet-${zone}` },
+            ],
+          },
+        ],
+      }),
+    );
+    subnetIds.push(subnet.Subnet?.SubnetId ?? '');
+  }
+  const backend = await setup.send(
+    new CreateSecurityGroupCommand({
+      GroupName: 'backend',
+      Description: 'NLB to nodes',
+      VpcId: vpcId,
+    }),
+  );
+
+  const addHosts = async (count: number): Promise<Host[]> => {
+    const started = await setup.send(
+      new RunInstancesCommand({
+        ImageId: 'ami-12c6146b',
+        MinCount: count,
+        MaxCount: count,
+        SubnetId: subnetIds[0],
+      }),
+    );
+    return (started.Instances ?? []).map((instance, i) => {
+      const id = instance.InstanceId ?? '';
+      return {
+        name: `node-${id.slice(-6)}-${i}`,
+        providerID: `aws:///us-east-1a/${id}`,
+        instanceId: id,
+      };
+    });
+  };
+  const hosts = await addHosts(nodeCount);
+  recorder.reset();
+
+  return {
+    account,
+    recorder,
+    clients: { elbv2, ec2, tagging },
+    settings: {
+      clusterName: testClusterName,
+      vpcId,
+      backendSecurityGroupId: backend.GroupId,
+      defaultScheme: 'internal',
+      defaultSslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
+      defaultTags: {},
+    },
+    vpcId,
+    subnetIds,
+    hosts,
+    addHosts,
+    ownedResources: async () => {
+      const lookup = account.client(ResourceGroupsTaggingAPIClient);
+      const found = await lookup.send(
+        new GetResourcesCommand({
+          TagFilters: [{ Key: ownershipTags.cluster, Values: [testClusterName] }],
+        }),
+      );
+      return (found.ResourceTagMappingList ?? [])
+        .map((m) => {
+          const tags = Object.fromEntries((m.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
+          return `${tags[ownershipTags.resource] ?? '?'} (${tags[ownershipTags.service] ?? '?'})`;
+        })
+        .sort();
+    },
+  };
+}
