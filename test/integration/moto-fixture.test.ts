@@ -180,6 +180,21 @@ describe('AWS call recorder', () => {
     });
   });
 
+  it('injects a chosen AWS error code', async () => {
+    const { recorder, elb } = instrumentedElb(3);
+    recorder.injectFault({
+      operation: 'DescribeTargetGroups',
+      kind: 'error',
+      code: 'ResourceInUse',
+      times: 1,
+    });
+    await expect(elb.send(new DescribeTargetGroupsCommand({}))).rejects.toMatchObject({
+      name: 'ResourceInUse',
+      $metadata: { httpStatusCode: 400 },
+    });
+    expect(recorder.attempts.filter((a) => a.operation === 'DescribeTargetGroups')).toHaveLength(1);
+  });
+
   it('injects latency', async () => {
     const { recorder, elb } = instrumentedElb();
     recorder.injectFault({

@@ -10,9 +10,9 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { TerminalError } from '../../functions/core/errors';
+import { RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
-import type { ProviderState } from '../../functions/sync/ports';
+import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
 import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService, type ServiceOptions } from '../support/core-objects';
 
@@ -253,6 +253,56 @@ describe('NlbProvider against moto', () => {
     const again = await provider.ensureLoadBalancerDeleted(service(), deleted.state);
     expect(again.requeueAfterSeconds).toBeUndefined();
     expectedLeft = [];
+  });
+
+  it('keeps a security group AWS still holds after the NLB is gone, and deletes it on a later pass', async () => {
+    const created = await ensure(service());
+    cluster.recorder.injectFault({
+      operation: 'DeleteSecurityGroup',
+      kind: 'error',
+      code: 'DependencyViolation',
+      times: 1,
+    });
+    const first = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    expect(first.requeueAfterSeconds).toBe(30);
+    expect(readNlbState(first.state).securityGroupId).toBe(
+      readNlbState(created.state).securityGroupId,
+    );
+    expect(await cluster.ownedResources()).toEqual(['security-group (default/web)']);
+
+    const second = await provider.ensureLoadBalancerDeleted(service(), first.state);
+    expect(second.requeueAfterSeconds).toBeUndefined();
+    expectedLeft = [];
+  });
+
+  it('keeps a target group AWS reports in use, and deletes it on a later pass', async () => {
+    const created = await ensure(service());
+    cluster.recorder.injectFault({
+      operation: 'DeleteTargetGroup',
+      kind: 'error',
+      code: 'ResourceInUse',
+      times: 1,
+    });
+    const first = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    expect(first.requeueAfterSeconds).toBe(30);
+    const second = await provider.ensureLoadBalancerDeleted(service(), first.state);
+    expect(second.requeueAfterSeconds).toBeUndefined();
+    expectedLeft = [];
+  });
+
+  it('reports throttling as retryable with what it had created, and the retry finishes without duplicates', async () => {
+    cluster.recorder.injectFault({ operation: 'CreateListener', kind: 'throttle', times: 5 });
+    const failure = await ensure(service()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(RetryableError);
+    const partial = providerStateOf(failure);
+    expect(readNlbState(partial).loadBalancerArn).toMatch(/^arn:aws:elasticloadbalancing:/);
+
+    const retried = await ensure(service(), partial);
+    expect(readNlbState(retried.state).loadBalancerArn).toBe(readNlbState(partial).loadBalancerArn);
+    expectedLeft = everything;
   });
 
   it('deletes by ownership tags when state was lost', async () => {

@@ -21,7 +21,7 @@ export interface AwsCall {
   readonly operation: string;
 }
 
-export type FaultKind = 'throttle' | 'server-error' | 'timeout' | 'latency';
+export type FaultKind = 'throttle' | 'server-error' | 'timeout' | 'latency' | 'error';
 
 export interface FaultRule {
   readonly operation: string;
@@ -31,6 +31,8 @@ export interface FaultRule {
   readonly times?: number;
   /** Delay added by a `latency` fault. */
   readonly latencyMs?: number;
+  /** For `error`: the AWS error code to answer with (e.g. `DependencyViolation`), as a 400. */
+  readonly code?: string;
 }
 
 interface ActiveFault extends FaultRule {
@@ -131,6 +133,13 @@ export class AwsCallRecorder {
       }
       case 'server-error':
         throw injectedError('InternalFailure', 500, 'server', 'Internal failure (injected)');
+      case 'error':
+        throw injectedError(
+          fault.code ?? 'ValidationError',
+          400,
+          'client',
+          `${fault.code ?? 'error'} (injected)`,
+        );
       case 'timeout': {
         const error = injectedError('TimeoutError', 0, 'client', 'Connection timed out (injected)');
         throw Object.assign(error, { code: 'ETIMEDOUT' });
