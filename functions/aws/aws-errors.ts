@@ -30,6 +30,9 @@ const terminalCodes = new Set([
   'TooManyTags',
   'InvalidParameterValue',
   'RulesPerSecurityGroupLimitExceeded',
+  // A name collision with a resource we do not own (ours are found before they are created).
+  'DuplicateTargetGroupName',
+  'DuplicateLoadBalancerName',
   'SecurityGroupLimitExceeded',
 ]);
 

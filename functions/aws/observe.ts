@@ -134,6 +134,20 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
       dnsName: (lb.DNSName ?? '').toLowerCase(),
       scheme: lb.Scheme ?? 'internal',
       subnetIds: (lb.AvailabilityZones ?? []).map((z) => z.SubnetId ?? ''),
+      pinnedAddresses: (lb.AvailabilityZones ?? []).flatMap((z) => {
+        const address = z.LoadBalancerAddresses?.find(
+          (a) => a.AllocationId || a.PrivateIPv4Address,
+        );
+        return address === undefined
+          ? []
+          : [
+              {
+                subnetId: z.SubnetId ?? '',
+                allocationId: address.AllocationId,
+                privateIPv4Address: address.PrivateIPv4Address,
+              },
+            ];
+      }),
       securityGroupIds: lb.SecurityGroups ?? [],
       tags: tags.get(arn) ?? {},
       attributes: request.readLoadBalancerAttributes

@@ -5,7 +5,9 @@ import {
   DescribeLoadBalancersCommand,
   DescribeTagsCommand,
   DescribeTargetGroupsCommand,
+  DescribeTargetGroupAttributesCommand,
   DescribeTargetHealthCommand,
+  RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
@@ -210,6 +212,12 @@ describe('NlbProvider against moto', () => {
     expect(tags.TagDescriptions?.[0]?.Tags).toEqual(
       expect.arrayContaining([{ Key: 'team', Value: 'payments' }]),
     );
+    const attributes = await elbv2.send(
+      new DescribeTargetGroupAttributesCommand({ TargetGroupArn: world.groups[0]?.TargetGroupArn }),
+    );
+    expect(attributes.Attributes).toEqual(
+      expect.arrayContaining([{ Key: 'deregistration_delay.timeout_seconds', Value: '60' }]),
+    );
     // Same listeners and target groups: nothing was replaced.
     expect(readNlbState(second.state).targetGroups).toEqual(readNlbState(first.state).targetGroups);
 
@@ -337,6 +345,25 @@ describe('NlbProvider against moto', () => {
         .LoadBalancers,
     ).toHaveLength(1);
     expectedLeft = [];
+  });
+
+  it('spaces out target registrations to the client-side rate limit (4 per second)', async () => {
+    const first = await ensure(service());
+    const arn = Object.values(readNlbState(first.state).targetGroups ?? {})[0]!.arn;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 5 }, () =>
+        cluster.clients.elbv2.send(
+          new RegisterTargetsCommand({
+            TargetGroupArn: arn,
+            Targets: [{ Id: cluster.hosts[0]!.instanceId }],
+          }),
+        ),
+      ),
+    );
+    // Four fit in the first second; the fifth has to wait for the next window.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    expectedLeft = everything;
   });
 
   it('reports invalid annotations as a terminal error naming them, creating nothing', async () => {

@@ -1,3 +1,4 @@
+import { TerminalError } from '../../core/errors';
 import type {
   DesiredListener,
   DesiredLoadBalancer,
@@ -159,6 +160,8 @@ export function planChanges(
       balancer.push({ kind: 'modifyLoadBalancerAttributes', attributes: desired.attributes });
     }
   } else {
+    const pinned = pinnedAddressesChange(desired, lb.pinnedAddresses);
+    if (pinned !== undefined) throw new TerminalError(pinned);
     const wantedSubnets = desired.subnetMappings.map((m) => m.subnetId).sort();
     if (wantedSubnets.join() !== [...lb.subnetIds].sort().join()) {
       balancer.push({ kind: 'setSubnets', subnetMappings: desired.subnetMappings });
@@ -218,6 +221,24 @@ export function planChanges(
     ],
     keptTargetGroups,
   };
+}
+
+/**
+ * Elastic IPs and private addresses are fixed when the NLB is created. A change cannot be applied
+ * in place, and replacing the NLB would change its DNS name behind the user's back: say so instead.
+ */
+function pinnedAddressesChange(
+  desired: DesiredLoadBalancer,
+  observed: readonly SubnetMapping[],
+): string | undefined {
+  const key = (m: SubnetMapping) =>
+    `${m.subnetId}=${m.allocationId ?? ''}/${m.privateIPv4Address ?? ''}`;
+  const wanted = desired.subnetMappings
+    .filter((m) => m.allocationId || m.privateIPv4Address)
+    .map(key)
+    .sort();
+  if (wanted.length === 0 || wanted.join() === observed.map(key).sort().join()) return undefined;
+  return 'annotations service.beta.kubernetes.io/aws-load-balancer-eip-allocations and -private-ipv4-addresses apply only when the load balancer is created; to change the addresses, delete and re-create the Service';
 }
 
 /** Listeners go before the target groups they pointed at; rules are revoked last. */

@@ -122,6 +122,8 @@ export interface ObservedLoadBalancer {
   readonly dnsName: string;
   readonly scheme: Scheme;
   readonly subnetIds: readonly string[];
+  /** Elastic IP allocations and private addresses pinned per subnet (fixed at creation). */
+  readonly pinnedAddresses: readonly SubnetMapping[];
   readonly securityGroupIds: readonly string[];
   readonly tags: Tags;
   /** Only read when we manage some attributes. */

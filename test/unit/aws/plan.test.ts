@@ -6,6 +6,7 @@ import {
 } from '../../../functions/aws/model/desired';
 import { planChanges, type Step } from '../../../functions/aws/model/plan';
 import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
+import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
 
@@ -49,6 +50,7 @@ function observedFrom(desired: DesiredLoadBalancer): Observed {
       dnsName: 'lb.example',
       scheme: desired.scheme,
       subnetIds: desired.subnetMappings.map((m) => m.subnetId),
+      pinnedAddresses: desired.subnetMappings.filter((m) => m.allocationId || m.privateIPv4Address),
       securityGroupIds: ['sg-frontend', 'sg-backend'],
       tags: desired.tags,
       attributes: desired.attributes,
@@ -232,6 +234,19 @@ describe('planChanges', () => {
       },
     };
     expect(kinds(planChanges(desired, moved).steps)).toEqual(['setSubnets', 'setSecurityGroups']);
+  });
+
+  it('refuses to change pinned addresses of an existing NLB, saying why (AWS fixes them at creation)', () => {
+    const pin = (ips: string) =>
+      desiredFor({
+        annotations: { 'service.beta.kubernetes.io/aws-load-balancer-private-ipv4-addresses': ips },
+      });
+    const observed = observedFrom(pin('10.0.1.10,10.0.2.10'));
+    expect(planChanges(pin('10.0.1.10,10.0.2.10'), observed).steps).toEqual([]);
+    expect(() => planChanges(pin('10.0.1.11,10.0.2.10'), observed)).toThrow(TerminalError);
+    expect(() => planChanges(pin('10.0.1.11,10.0.2.10'), observed)).toThrow(
+      /apply only when the load balancer is created/,
+    );
   });
 
   it('adds changed tags and removes only tags it applied before, never other people’s', () => {
