@@ -2,10 +2,10 @@
 // what exists so far instead of pretending to run.
 const built = [
   'test fixtures: moto server (AWS) and the fake Kubernetes API server (test/support/)',
+  'controller core: pure logic and use cases (functions/core, functions/sync; docs/parity.md)',
+  'AWS NLB provider (functions/aws; docs/aws-provider.md; npm run bench:calls)',
 ];
 const pending = [
-  'controller core (functions/core, functions/sync)',
-  'AWS NLB provider (functions/aws)',
   'service-sync and node-sync functions, DynamoDB state',
   'in-cluster forwarder',
   'CDK infrastructure (infra/)',
