@@ -236,9 +236,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     mutability: 'in place',
     description: 'HTTP codes a healthy target answers with (HTTP and HTTPS checks).',
     apply: (value, o) => {
-      if (!/^[2-5]\d\d(-[2-5]\d\d)?(,[2-5]\d\d(-[2-5]\d\d)?)*$/.test(value)) {
-        return 'must be HTTP codes from 200 to 599, as "200", "200-399" or "200,204"';
-      }
+      const ranges = value.split(',').map((part) => part.split('-').map(Number));
+      const valid =
+        /^[2-5]\d\d(-[2-5]\d\d)?(,[2-5]\d\d(-[2-5]\d\d)?)*$/.test(value) &&
+        ranges.every(([low = 0, high = low]) => low <= high);
+      if (!valid) return 'must be HTTP codes from 200 to 599, as "200", "200-399" or "200,204"';
       o.healthCheck.successCodes = value;
       return undefined;
     },

@@ -63,9 +63,10 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
     collect(problems, () => tlsPortNumbers(service, options, ports)) ?? new Set<number>();
   const cidrs = collect(problems, () => sourceRanges(service, options)) ?? [];
   const subnetMappings = collect(problems, () => mappings(input, scheme)) ?? [];
-  if (input.hosts.length > limits.targetsPerTargetGroup) {
+  const targets = [...new Set(input.hosts.map((host) => host.instanceId))].sort();
+  if (targets.length > limits.targetsPerTargetGroup) {
     problems.push(
-      `${input.hosts.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label`,
+      `${targets.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label`,
     );
   }
   const extraTags = { ...settings.defaultTags, ...options.additionalTags };
@@ -90,7 +91,7 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
         ...(options.proxyProtocol ? { 'proxy_protocol_v2.enabled': 'true' } : {}),
       },
       tags: resourceTags(settings.clusterName, service, `target-group:${key}`, extraTags),
-      targets: [...new Set(input.hosts.map((host) => host.instanceId))].sort(),
+      targets,
     });
     listeners.push({
       port: port.port,

@@ -33,7 +33,7 @@ function cidrProblem(range: string): string | undefined {
     octets === undefined ||
     prefixText === undefined ||
     extra !== undefined ||
-    !/^\d{1,2}$/.test(prefixText)
+    !/^(0|[1-9]\d?)$/.test(prefixText)
   ) {
     return 'is not an IPv4 CIDR such as 10.0.0.0/8';
   }

@@ -43,7 +43,7 @@ export interface IngressRule {
 }
 
 export interface DesiredTargetGroup {
-  /** Stable identity within the Service: `<service port>/<protocol>`, e.g. `80/TCP`. */
+  /** Stable identity within the Service: the listener's port, e.g. `80` (one target group per listener). */
   readonly key: string;
   readonly name: string;
   readonly protocol: TargetGroupProtocol;

@@ -1,0 +1,310 @@
+import { describe, expect, it } from 'vitest';
+import {
+  annotationRegistry,
+  parseAnnotations,
+  type LoadBalancerOptions,
+  type Mutability,
+} from '../../../functions/aws/model/annotations';
+import { sourceRanges } from '../../../functions/aws/model/source-ranges';
+import { TerminalError } from '../../../functions/core/errors';
+import { makeService } from '../../support/core-objects';
+
+const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
+const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-ranges';
+
+const acmArn = 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d';
+const iamArn = 'arn:aws:iam::123456789012:server-certificate/legacy-cert';
+
+/** What parseAnnotations returns for a Service without annotations. */
+const defaults = (): LoadBalancerOptions => ({
+  healthCheck: {},
+  additionalTags: {},
+  targetGroupAttributes: {},
+  proxyProtocol: false,
+  certificateArns: [],
+  backendProtocol: 'tcp',
+});
+
+const parse = (annotations: Record<string, string>) =>
+  parseAnnotations(makeService({ annotations }));
+
+/** The TerminalError parseAnnotations throws, or a failure when it does not throw one. */
+function parseError(annotations: Record<string, string>): TerminalError {
+  try {
+    parse(annotations);
+  } catch (error) {
+    if (error instanceof TerminalError) return error;
+    throw error;
+  }
+  throw new Error(`no error for ${JSON.stringify(annotations)}`);
+}
+
+/** Valid values for every annotation, with the options they give. */
+const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
+  [aws('scheme'), 'internet-facing', { scheme: 'internet-facing' }],
+  [aws('scheme'), 'internal', { scheme: 'internal' }],
+  [aws('internal'), 'true', { scheme: 'internal' }],
+  [aws('internal'), 'false', { scheme: 'internet-facing' }],
+  // Legacy semantics: anything but "false" means internal (the historical value was a CIDR).
+  [aws('internal'), '0.0.0.0/0', { scheme: 'internal' }],
+  [aws('subnets'), 'subnet-0a, public-b ,', { subnets: ['subnet-0a', 'public-b'] }],
+  [aws('healthcheck-protocol'), 'HTTP', { healthCheck: { protocol: 'HTTP' } }],
+  [aws('healthcheck-protocol'), 'https', { healthCheck: { protocol: 'HTTPS' } }],
+  [aws('healthcheck-protocol'), 'tcp', { healthCheck: { protocol: 'TCP' } }],
+  [aws('healthcheck-port'), 'traffic-port', { healthCheck: { port: 'traffic-port' } }],
+  [aws('healthcheck-port'), '8080', { healthCheck: { port: '8080' } }],
+  [aws('healthcheck-port'), '65535', { healthCheck: { port: '65535' } }],
+  [aws('healthcheck-path'), '/ready', { healthCheck: { path: '/ready' } }],
+  [aws('healthcheck-interval'), '5', { healthCheck: { intervalSeconds: 5 } }],
+  [aws('healthcheck-interval'), '300', { healthCheck: { intervalSeconds: 300 } }],
+  [aws('healthcheck-timeout'), '2', { healthCheck: { timeoutSeconds: 2 } }],
+  [aws('healthcheck-timeout'), '120', { healthCheck: { timeoutSeconds: 120 } }],
+  [aws('healthcheck-healthy-threshold'), '2', { healthCheck: { healthyThreshold: 2 } }],
+  [aws('healthcheck-healthy-threshold'), '10', { healthCheck: { healthyThreshold: 10 } }],
+  [aws('healthcheck-unhealthy-threshold'), '2', { healthCheck: { unhealthyThreshold: 2 } }],
+  [aws('healthcheck-unhealthy-threshold'), '10', { healthCheck: { unhealthyThreshold: 10 } }],
+  [aws('healthcheck-success-codes'), '200', { healthCheck: { successCodes: '200' } }],
+  [aws('healthcheck-success-codes'), '200-399', { healthCheck: { successCodes: '200-399' } }],
+  [aws('healthcheck-success-codes'), '200,204', { healthCheck: { successCodes: '200,204' } }],
+  [aws('cross-zone-load-balancing-enabled'), 'true', { crossZone: true }],
+  [aws('cross-zone-load-balancing-enabled'), 'false', { crossZone: false }],
+  [
+    aws('additional-resource-tags'),
+    'team=web, env = prod,note=a=b',
+    { additionalTags: { team: 'web', env: 'prod', note: 'a=b' } },
+  ],
+  [
+    aws('target-group-attributes'),
+    'deregistration_delay.timeout_seconds=30,stickiness.enabled=true,stickiness.type=source_ip',
+    {
+      targetGroupAttributes: {
+        'deregistration_delay.timeout_seconds': '30',
+        'stickiness.enabled': 'true',
+        'stickiness.type': 'source_ip',
+      },
+    },
+  ],
+  [
+    aws('target-group-attributes'),
+    'load_balancing.cross_zone.enabled=use_load_balancer_configuration',
+    {
+      targetGroupAttributes: {
+        'load_balancing.cross_zone.enabled': 'use_load_balancer_configuration',
+      },
+    },
+  ],
+  [aws('proxy-protocol'), '*', { proxyProtocol: true }],
+  [aws('ssl-cert'), `${acmArn}, ${iamArn}`, { certificateArns: [acmArn, iamArn] }],
+  [aws('ssl-ports'), '443, https', { sslPorts: ['443', 'https'] }],
+  // `*` means every port, which is what an unset sslPorts means.
+  [aws('ssl-ports'), '*', {}],
+  [
+    aws('ssl-negotiation-policy'),
+    'ELBSecurityPolicy-TLS13-1-2-2021-06',
+    { sslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06' },
+  ],
+  [aws('backend-protocol'), 'ssl', { backendProtocol: 'ssl' }],
+  [aws('backend-protocol'), 'tcp', { backendProtocol: 'tcp' }],
+  [
+    aws('eip-allocations'),
+    'eipalloc-0123456789abcdef0, eipalloc-12345678',
+    { eipAllocations: ['eipalloc-0123456789abcdef0', 'eipalloc-12345678'] },
+  ],
+  [
+    aws('private-ipv4-addresses'),
+    '10.0.1.10,10.0.2.10',
+    { privateIPv4Addresses: ['10.0.1.10', '10.0.2.10'] },
+  ],
+  // Accepted for compatibility only: they change no option.
+  [aws('type'), 'nlb', {}],
+  [aws('type'), 'external', {}],
+  [aws('nlb-target-type'), 'instance', {}],
+  [aws('ip-address-type'), 'ipv4', {}],
+  [
+    legacySourceRanges,
+    '10.0.0.0/8, 192.168.0.0/16',
+    { sourceRanges: ['10.0.0.0/8', '192.168.0.0/16'] },
+  ],
+];
+
+describe('parseAnnotations: valid values', () => {
+  it.each(validCases)('%s: %j parses', (name, value, expected) => {
+    expect(parse({ [name]: value })).toEqual({ ...defaults(), ...expected });
+  });
+
+  it('returns the defaults for a Service without annotations', () => {
+    expect(parseAnnotations(makeService())).toEqual(defaults());
+  });
+
+  it('ignores annotations outside the aws-load-balancer- prefix', () => {
+    expect(
+      parse({
+        'kubectl.kubernetes.io/last-applied-configuration': '{}',
+        'service.beta.kubernetes.io/azure-load-balancer-internal': 'true',
+        'service.beta.kubernetes.io/aws-load-balancer': 'no trailing hyphen, not ours',
+        'example.com/aws-load-balancer-scheme': 'bogus',
+      }),
+    ).toEqual(defaults());
+  });
+});
+
+/** Invalid values for every annotation that validates at parse time. */
+const invalidCases: [string, string][] = [
+  [aws('scheme'), 'public'],
+  [aws('subnets'), ' , '],
+  [aws('healthcheck-protocol'), 'UDP'],
+  [aws('healthcheck-port'), '0'],
+  [aws('healthcheck-port'), '65536'],
+  [aws('healthcheck-port'), 'http'],
+  [aws('healthcheck-path'), 'healthz'],
+  [aws('healthcheck-path'), `/${'a'.repeat(1024)}`],
+  [aws('healthcheck-interval'), '4'],
+  [aws('healthcheck-interval'), '301'],
+  [aws('healthcheck-interval'), '10s'],
+  [aws('healthcheck-timeout'), '1'],
+  [aws('healthcheck-timeout'), '121'],
+  [aws('healthcheck-healthy-threshold'), '1'],
+  [aws('healthcheck-healthy-threshold'), '11'],
+  [aws('healthcheck-unhealthy-threshold'), '1'],
+  [aws('healthcheck-unhealthy-threshold'), '-3'],
+  [aws('healthcheck-success-codes'), '199'],
+  [aws('healthcheck-success-codes'), '600'],
+  [aws('healthcheck-success-codes'), '200-'],
+  [aws('healthcheck-success-codes'), '399-200'],
+  [aws('cross-zone-load-balancing-enabled'), 'yes'],
+  [aws('cross-zone-load-balancing-enabled'), 'True'],
+  [aws('additional-resource-tags'), 'team'],
+  [aws('additional-resource-tags'), '=web'],
+  [aws('additional-resource-tags'), 'aws:owner=me'],
+  [aws('additional-resource-tags'), 'kubernetes.io/cluster/c1=owned'],
+  [aws('additional-resource-tags'), 'serverless-service-controller.io/cluster=c2'],
+  [aws('additional-resource-tags'), `${'k'.repeat(129)}=v`],
+  [aws('additional-resource-tags'), `k=${'v'.repeat(257)}`],
+  [aws('target-group-attributes'), 'slow_start.duration_seconds=30'],
+  [aws('target-group-attributes'), 'stickiness.type=lb_cookie'],
+  [aws('target-group-attributes'), 'deregistration_delay.timeout_seconds=3601'],
+  [aws('target-group-attributes'), 'preserve_client_ip.enabled'],
+  [aws('proxy-protocol'), 'true'],
+  [aws('ssl-cert'), 'my-certificate'],
+  [aws('ssl-cert'), `${acmArn},arn:aws:s3:::bucket/cert`],
+  [aws('ssl-ports'), ','],
+  [aws('ssl-negotiation-policy'), 'My_Policy'],
+  [aws('backend-protocol'), 'https'],
+  [aws('eip-allocations'), 'eipalloc-xyz'],
+  [aws('eip-allocations'), '52.1.2.3'],
+  [aws('private-ipv4-addresses'), '10.0.1.300'],
+  [aws('private-ipv4-addresses'), '10.0.1.10,fd00::1'],
+  [aws('type'), 'nlb-ip'],
+  [aws('type'), 'classic'],
+  [aws('nlb-target-type'), 'ip'],
+  [aws('ip-address-type'), 'dualstack'],
+];
+
+describe('parseAnnotations: invalid values', () => {
+  it.each(invalidCases)('%s: %j is a terminal error naming both', (name, value) => {
+    const error = parseError({ [name]: value });
+    expect(error).toBeInstanceOf(TerminalError);
+    expect(error.message).toContain(`annotation ${name}: invalid value "${value}"`);
+  });
+
+  it('has no invalid value for the legacy internal annotation: anything but "false" is internal', () => {
+    expect(parse({ [aws('internal')]: 'yes' }).scheme).toBe('internal');
+    expect(parse({ [aws('internal')]: 'False' }).scheme).toBe('internal');
+  });
+
+  it('leaves the legacy source-ranges annotation to sourceRanges, which names it and the value', () => {
+    // parseAnnotations only splits the list: spec.loadBalancerSourceRanges may override it.
+    const service = makeService({
+      annotations: { [legacySourceRanges]: '10.0.0.0/8,10.0.0.1/33' },
+    });
+    const options = parseAnnotations(service);
+    expect(() => sourceRanges(service, options)).toThrow(TerminalError);
+    expect(() => sourceRanges(service, options)).toThrow(
+      `annotation ${legacySourceRanges}: "10.0.0.1/33"`,
+    );
+  });
+
+  it('rejects an unknown aws-load-balancer- annotation', () => {
+    const error = parseError({ [aws('connection-idle-timeout')]: '60' });
+    expect(error.message).toBe(`annotation ${aws('connection-idle-timeout')} is not supported`);
+  });
+
+  it('reports every problem in one error', () => {
+    const error = parseError({
+      [aws('scheme')]: 'public',
+      [aws('healthcheck-interval')]: '1',
+      [aws('security-groups')]: 'sg-1',
+      [aws('proxy-protocol')]: '*',
+    });
+    expect(error.message).toContain(`annotation ${aws('scheme')}: invalid value "public"`);
+    expect(error.message).toContain(`annotation ${aws('healthcheck-interval')}: invalid value "1"`);
+    expect(error.message).toContain(`annotation ${aws('security-groups')} is not supported`);
+    expect(error.message.split('; ')).toHaveLength(3);
+  });
+});
+
+describe('scheme and the legacy internal annotation', () => {
+  it.each<[string, Record<string, string>, string]>([
+    [
+      'scheme first',
+      { [aws('scheme')]: 'internet-facing', [aws('internal')]: 'true' },
+      'internet-facing',
+    ],
+    [
+      'internal first',
+      { [aws('internal')]: 'true', [aws('scheme')]: 'internet-facing' },
+      'internet-facing',
+    ],
+    ['scheme first', { [aws('scheme')]: 'internal', [aws('internal')]: 'false' }, 'internal'],
+    ['internal first', { [aws('internal')]: 'false', [aws('scheme')]: 'internal' }, 'internal'],
+  ])('the scheme annotation wins (%s in the object)', (_order, annotations, expected) => {
+    expect(parse(annotations).scheme).toBe(expected);
+  });
+});
+
+describe('annotation registry (drives the user docs)', () => {
+  const allowedMutability: readonly Mutability[] = [
+    'in place',
+    'replaces the load balancer',
+    'replaces target groups (make-before-break)',
+    'at creation only',
+    'n/a',
+  ];
+
+  it('has no duplicate names', () => {
+    const names = annotationRegistry.map((definition) => definition.name);
+    expect(names.filter((name, i) => names.indexOf(name) !== i)).toEqual([]);
+  });
+
+  it.each(annotationRegistry.map((definition) => [definition.name, definition] as const))(
+    '%s has a description, values, default and mutability',
+    (_name, definition) => {
+      expect(definition.description.trim()).not.toBe('');
+      expect(definition.values.trim()).not.toBe('');
+      expect(definition.default.trim()).not.toBe('');
+      expect(allowedMutability).toContain(definition.mutability);
+    },
+  );
+
+  it('names only aws-load-balancer- annotations, plus the legacy source ranges', () => {
+    const others = annotationRegistry
+      .map((definition) => definition.name)
+      .filter((name) => !name.startsWith(aws('')));
+    expect(others).toEqual([legacySourceRanges]);
+  });
+
+  // Keep the tables above in step with the registry: a new annotation needs its own rows.
+  const untested = (tested: readonly string[]) =>
+    annotationRegistry.map((d) => d.name).filter((name) => !tested.includes(name));
+
+  it('every registered annotation has a valid-value row', () => {
+    expect(untested(validCases.map(([name]) => name))).toEqual([]);
+  });
+
+  it('every registered annotation has an invalid-value row, except the two tested separately', () => {
+    expect(untested(invalidCases.map(([name]) => name))).toEqual([
+      aws('internal'),
+      legacySourceRanges,
+    ]);
+  });
+});
