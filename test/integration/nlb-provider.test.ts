@@ -9,6 +9,7 @@ import {
   DescribeTargetHealthCommand,
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { readNlbState } from '../../functions/aws/nlb-state';
@@ -231,6 +232,44 @@ describe('NlbProvider against moto', () => {
     );
     expect(after.TagDescriptions?.[0]?.Tags?.some((t) => t.Key === 'team')).toBe(false);
     expectedLeft = everything;
+  });
+
+  it('creates TLS listeners with the certificate and policy on the chosen ports', async () => {
+    const acm = cluster.account.client(ACMClient);
+    const cert =
+      (await acm.send(new RequestCertificateCommand({ DomainName: 'web.example.com' })))
+        .CertificateArn ?? '';
+    const result = await ensure(
+      service({
+        annotations: {
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': cert,
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-ports': 'https',
+        },
+      }),
+    );
+    const world = await describeAll(result.state);
+    expect(world.listeners.map((l) => `${l.Protocol}:${l.Port}`)).toEqual(['TCP:80', 'TLS:443']);
+    const tls = world.listeners.find((l) => l.Port === 443);
+    expect(tls?.Certificates?.[0]?.CertificateArn).toBe(cert);
+    expect(tls?.SslPolicy).toBe('ELBSecurityPolicy-TLS13-1-2-2021-06');
+    expect(world.groups.map((g) => g.Protocol)).toEqual(['TCP', 'TCP']);
+    expectedLeft = everything;
+  });
+
+  it('reports a certificate AWS does not know as a terminal error naming it', async () => {
+    const missing = `arn:aws:acm:us-east-1:${cluster.account.accountId}:certificate/does-not-exist`;
+    const svc = service({
+      annotations: { 'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': missing },
+    });
+    const failure = await ensure(svc).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(TerminalError);
+    expect(String(failure)).toMatch(/CertificateNotFound/);
+    // What was created before the refusal is recorded, so deleting the Service leaves nothing.
+    await provider.ensureLoadBalancerDeleted(svc, providerStateOf(failure));
+    expectedLeft = [];
   });
 
   it('replaces the NLB when the scheme changes', async () => {
