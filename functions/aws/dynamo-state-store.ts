@@ -1,0 +1,422 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { BusyError, RetryableError } from '../core/errors';
+import type { ServiceKey } from '../core/keys';
+import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
+import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
+
+/**
+ * The state table (DESIGN §3): one DynamoDB table, partition key `pk`.
+ *
+ * | pk                   | holds |
+ * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`; lease `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures` |
+ * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
+ * | `hosts#meta`         | the eligible host set's `hash`, `warnedNodes`, `chunks` |
+ * | `hosts#chunk#<i>`    | part `i` of the host list as JSON (items hold at most 400 KB) |
+ */
+export interface Lease {
+  readonly pk: string;
+  readonly owner: string;
+  readonly fence: number;
+  /** Failure count when the lease was taken. */
+  readonly failures: number;
+}
+
+export type AcquireResult =
+  { readonly acquired: true; readonly lease: Lease } | { readonly acquired: false };
+
+export type FinishResult =
+  /** Released: nobody asked for another pass meanwhile. */
+  | { readonly kind: 'released' }
+  /** A message arrived during the pass (dirty flag): the lease is extended, run once more. */
+  | { readonly kind: 'again' }
+  /** The lease expired and someone else took it: our result is void. */
+  | { readonly kind: 'lost' };
+
+/** Failure counting applied when a lease is released (S6). */
+export type FailureUpdate = 'reset' | 'increment' | 'keep';
+
+const chunkBytes = 350_000;
+
+export const servicePk = (key: ServiceKey) => `svc#${key}`;
+export const leasePk = (name: string) => `lease#${name}`;
+
+export class DynamoStateStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Takes the lease on an item for `ttlSeconds`, with a new fencing counter. When someone else holds
+   * it, marks the item dirty so the holder runs once more, and reports not acquired.
+   */
+  async acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult> {
+    const now = this.clock.now().getTime();
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk },
+          ConditionExpression: 'attribute_not_exists(leaseOwner) OR leaseUntil < :now',
+          UpdateExpression:
+            'SET leaseOwner = :owner, leaseUntil = :until, fence = if_not_exists(fence, :zero) + :one, dirty = :false',
+          ExpressionAttributeValues: {
+            ':now': now,
+            ':owner': owner,
+            ':until': now + ttlSeconds * 1000,
+            ':zero': 0,
+            ':one': 1,
+            ':false': false,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const item = result.Attributes ?? {};
+      return {
+        acquired: true,
+        lease: { pk, owner, fence: Number(item.fence ?? 0), failures: Number(item.failures ?? 0) },
+      };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'take lease');
+    }
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk },
+          ConditionExpression: 'attribute_exists(leaseOwner) AND leaseUntil >= :now',
+          UpdateExpression: 'SET dirty = :true',
+          ExpressionAttributeValues: { ':now': now, ':true': true },
+        }),
+      );
+      return { acquired: false };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'mark dirty');
+      // Released in between: try once more to take it.
+      return this.acquire(pk, owner, ttlSeconds);
+    }
+  }
+
+  /**
+   * Ends a pass: releases the lease and applies the failure update, unless the item was marked
+   * dirty meanwhile, in which case the lease is extended and the caller runs again (S5).
+   */
+  async finish(
+    lease: Lease,
+    failures: FailureUpdate,
+    ttlSeconds: number,
+  ): Promise<FinishResult & { failures?: number }> {
+    const failureExpression =
+      failures === 'reset'
+        ? ', failures = :zero'
+        : failures === 'increment'
+          ? ', failures = if_not_exists(failures, :zero) + :one'
+          : '';
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: lease.pk },
+          ConditionExpression: 'leaseOwner = :owner AND fence = :fence AND dirty = :false',
+          UpdateExpression: `REMOVE leaseOwner, leaseUntil SET lastPassAt = :now${failureExpression}`,
+          ExpressionAttributeValues: {
+            ':owner': lease.owner,
+            ':fence': lease.fence,
+            ':false': false,
+            ':now': this.clock.now().toISOString(),
+            ...(failures !== 'keep' ? { ':zero': 0 } : {}),
+            ...(failures === 'increment' ? { ':one': 1 } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      await this.removeIfEmpty(lease.pk);
+      return { kind: 'released', failures: Number(result.Attributes?.failures ?? 0) };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw retryable(error, 'release lease');
+    }
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: lease.pk },
+          ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
+          UpdateExpression: 'SET dirty = :false, leaseUntil = :until',
+          ExpressionAttributeValues: {
+            ':owner': lease.owner,
+            ':fence': lease.fence,
+            ':false': false,
+            ':until': this.clock.now().getTime() + ttlSeconds * 1000,
+          },
+        }),
+      );
+      return { kind: 'again' };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { kind: 'lost' };
+      throw retryable(error, 'extend lease');
+    }
+  }
+
+  /** The port the use cases see while holding `lease`: every write is fenced by it. */
+  fencedBy(lease: Lease): StateStore {
+    return {
+      getService: (key) => this.getService(key),
+      putService: (record) => this.putService(record, lease),
+      deleteService: (key) => this.deleteService(key, lease),
+      listServiceHosts: () => this.listServiceHosts(),
+      getEligibleHosts: () => this.getEligibleHosts(),
+      putEligibleHosts: (hosts) => this.putEligibleHosts(hosts),
+    };
+  }
+
+  async getService(key: ServiceKey): Promise<ServiceRecord | undefined> {
+    const item = await this.get(servicePk(key));
+    return typeof item?.rec === 'string' ? (JSON.parse(item.rec) as ServiceRecord) : undefined;
+  }
+
+  async getItem(pk: string): Promise<Record<string, unknown> | undefined> {
+    return this.get(pk);
+  }
+
+  /** Fenced: fails with BusyError when the lease was lost, so a late writer cannot clobber newer state. */
+  async putService(record: ServiceRecord, lease: Lease): Promise<void> {
+    await this.fencedUpdate(
+      lease,
+      'SET rec = :rec, uid = :uid, hostsHash = :hash, updatedAt = :now',
+      {
+        ':rec': JSON.stringify(record),
+        ':uid': record.uid,
+        ':hash': record.hostsHash ?? '',
+        ':now': record.updatedAt,
+      },
+    );
+  }
+
+  async deleteService(key: ServiceKey, lease: Lease): Promise<void> {
+    if (lease.pk !== servicePk(key)) throw new BusyError(`lease ${lease.pk} does not cover ${key}`);
+    // The item stays while the lease is held; it is removed when the lease is released empty.
+    await this.fencedUpdate(lease, 'REMOVE rec, uid, hostsHash', {});
+  }
+
+  async listServiceHosts(): Promise<ServiceHostsState[]> {
+    const result: ServiceHostsState[] = [];
+    for await (const item of this.scan(
+      'begins_with(pk, :svc) AND attribute_exists(rec)',
+      { ':svc': 'svc#' },
+      'pk, hostsHash',
+    )) {
+      const hash =
+        typeof item.hostsHash === 'string' && item.hostsHash !== '' ? item.hostsHash : undefined;
+      result.push({ key: String(item.pk).slice('svc#'.length), hostsHash: hash });
+    }
+    return result;
+  }
+
+  /** Every service item, for the sweep: key, whether a record exists, failures, dirty, lease expiry. */
+  async listServiceItems(): Promise<
+    {
+      key: ServiceKey;
+      uid?: string;
+      hasRecord: boolean;
+      failures: number;
+      dirty: boolean;
+      leaseUntil?: number;
+    }[]
+  > {
+    const items = [];
+    for await (const item of this.scan(
+      'begins_with(pk, :svc)',
+      { ':svc': 'svc#' },
+      'pk, uid, rec, failures, dirty, leaseUntil',
+    )) {
+      items.push({
+        key: String(item.pk).slice('svc#'.length),
+        ...(typeof item.uid === 'string' ? { uid: item.uid } : {}),
+        hasRecord: typeof item.rec === 'string',
+        failures: Number(item.failures ?? 0),
+        dirty: item.dirty === true,
+        ...(typeof item.leaseUntil === 'number' ? { leaseUntil: item.leaseUntil } : {}),
+      });
+    }
+    return items;
+  }
+
+  async getEligibleHosts(): Promise<EligibleHosts | undefined> {
+    const meta = await this.get('hosts#meta');
+    if (meta === undefined) return undefined;
+    const hosts = [];
+    for (let i = 0; i < Number(meta.chunks ?? 0); i++) {
+      const chunk = await this.get(`hosts#chunk#${meta.hash as string}#${i}`);
+      if (chunk === undefined) throw new RetryableError('eligible host set is being rewritten');
+      hosts.push(...(JSON.parse(String(chunk.hosts)) as EligibleHosts['hosts']));
+    }
+    return {
+      hosts,
+      hash: String(meta.hash),
+      warnedNodes: (meta.warnedNodes as string[] | undefined) ?? [],
+    };
+  }
+
+  /**
+   * Chunks are keyed by the set's hash and written before the meta item points at them, so a
+   * reader never sees half a set.
+   */
+  async putEligibleHosts(hosts: EligibleHosts): Promise<void> {
+    const chunks: string[] = [];
+    let current: unknown[] = [];
+    let size = 2;
+    for (const host of hosts.hosts) {
+      const length = JSON.stringify(host).length + 1;
+      if (size + length > chunkBytes && current.length > 0) {
+        chunks.push(JSON.stringify(current));
+        current = [];
+        size = 2;
+      }
+      current.push(host);
+      size += length;
+    }
+    chunks.push(JSON.stringify(current));
+    try {
+      for (const [i, chunk] of chunks.entries()) {
+        await this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { pk: `hosts#chunk#${hosts.hash}#${i}`, hosts: chunk },
+          }),
+        );
+      }
+      const previous = await this.get('hosts#meta');
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            pk: 'hosts#meta',
+            hash: hosts.hash,
+            warnedNodes: [...hosts.warnedNodes],
+            chunks: chunks.length,
+            updatedAt: this.clock.now().toISOString(),
+          },
+        }),
+      );
+      if (previous !== undefined && previous.hash !== hosts.hash) {
+        for (let i = 0; i < Number(previous.chunks ?? 0); i++) {
+          await this.doc.send(
+            new DeleteCommand({
+              TableName: this.tableName,
+              Key: { pk: `hosts#chunk#${previous.hash as string}#${i}` },
+            }),
+          );
+        }
+      }
+    } catch (error) {
+      throw retryable(error, 'store eligible hosts');
+    }
+  }
+
+  /** Sets plain attributes on a global item (bookkeeping such as last run times). */
+  async setAttributes(
+    pk: string,
+    values: Record<string, string | number | boolean>,
+  ): Promise<void> {
+    const names = Object.keys(values);
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { pk },
+        UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
+        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+        ExpressionAttributeValues: Object.fromEntries(
+          names.map((name, i) => [`:v${i}`, values[name]]),
+        ),
+      }),
+    );
+  }
+
+  private async fencedUpdate(
+    lease: Lease,
+    expression: string,
+    values: Record<string, unknown>,
+  ): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: lease.pk },
+          ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
+          UpdateExpression: expression,
+          ExpressionAttributeValues: { ...values, ':owner': lease.owner, ':fence': lease.fence },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        throw new BusyError(`lease on ${lease.pk} was lost (fence ${lease.fence}); not writing`);
+      }
+      throw retryable(error, 'write state');
+    }
+  }
+
+  /** An item that holds nothing but failure bookkeeping at zero goes away. */
+  private async removeIfEmpty(pk: string): Promise<void> {
+    if (!pk.startsWith('svc#')) return;
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk },
+          ConditionExpression:
+            'attribute_not_exists(rec) AND attribute_not_exists(leaseOwner) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
+          ExpressionAttributeValues: { ':zero': 0, ':false': false },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw retryable(error, 'remove empty item');
+    }
+  }
+
+  private async get(pk: string): Promise<Record<string, unknown> | undefined> {
+    try {
+      const result = await this.doc.send(
+        new GetCommand({ TableName: this.tableName, Key: { pk }, ConsistentRead: true }),
+      );
+      return result.Item;
+    } catch (error) {
+      throw retryable(error, 'read state');
+    }
+  }
+
+  private async *scan(filter: string, values: Record<string, unknown>, projection: string) {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new ScanCommand({
+          TableName: this.tableName,
+          FilterExpression: filter,
+          ExpressionAttributeValues: values,
+          ProjectionExpression: projection,
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      yield* page.Items ?? [];
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined);
+  }
+}
+
+function retryable(error: unknown, action: string): RetryableError {
+  return new RetryableError(
+    `state table: ${action}: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,77 @@
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { ControllerConfig } from '../config';
+import type { Clock } from '../sync/ports';
+import { mintEksToken, type EksToken } from './eks-token';
+
+/** How long a kubeconfig read from Secrets Manager is reused before it is read again. */
+const secretCacheMs = 5 * 60 * 1000;
+
+/**
+ * A factory for the Kubernetes API client, per configured mode: EKS (token minted locally and
+ * re-minted before it expires), a kubeconfig kept in Secrets Manager (self-managed clusters), or a
+ * kubeconfig file (local runs and tests). Clients are reused while their credentials are fresh.
+ */
+export function kubernetesConnector(
+  config: ControllerConfig,
+  clock: Clock,
+): () => Promise<CoreV1Api> {
+  const settings = config.kubernetes;
+  switch (settings.mode) {
+    case 'kubeconfig': {
+      const kc = new KubeConfig();
+      if (settings.path !== undefined) kc.loadFromFile(settings.path);
+      else kc.loadFromDefault();
+      const api = kc.makeApiClient(CoreV1Api);
+      return () => Promise.resolve(api);
+    }
+    case 'eks': {
+      const credentials = defaultProvider();
+      let current: { token: EksToken; api: CoreV1Api } | undefined;
+      return async () => {
+        const now = clock.now();
+        if (current === undefined || current.token.refreshAt <= now) {
+          const token = await mintEksToken({
+            clusterName: settings.clusterName,
+            region: config.region,
+            credentials,
+            now,
+          });
+          const kc = new KubeConfig();
+          kc.loadFromOptions({
+            clusters: [
+              { name: 'eks', server: settings.endpoint, caData: settings.certificateAuthorityData },
+            ],
+            users: [{ name: 'controller', token: token.token }],
+            contexts: [{ name: 'eks', cluster: 'eks', user: 'controller' }],
+            currentContext: 'eks',
+          });
+          current = { token, api: kc.makeApiClient(CoreV1Api) };
+        }
+        return current.api;
+      };
+    }
+    case 'secret': {
+      const secrets = new SecretsManagerClient({
+        region: config.region,
+        ...(config.aws.endpoints.secretsManager
+          ? { endpoint: config.aws.endpoints.secretsManager }
+          : {}),
+      });
+      let current: { readAt: number; api: CoreV1Api } | undefined;
+      return async () => {
+        const now = clock.now().getTime();
+        if (current === undefined || now - current.readAt > secretCacheMs) {
+          const secret = await secrets.send(
+            new GetSecretValueCommand({ SecretId: settings.secretArn }),
+          );
+          const kc = new KubeConfig();
+          kc.loadFromString(secret.SecretString ?? '');
+          current = { readAt: now, api: kc.makeApiClient(CoreV1Api) };
+        }
+        return current.api;
+      };
+    }
+  }
+}
