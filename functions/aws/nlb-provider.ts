@@ -249,6 +249,41 @@ export class NlbProvider implements LoadBalancerProvider {
     };
   }
 
+  /**
+   * Every Service UID that owns resources of this cluster, with its `namespace/name` tag: what the
+   * sweep compares with state and the API to find orphans.
+   */
+  async ownersInCluster(): Promise<Map<string, string>> {
+    const owners = new Map<string, string>();
+    let token: string | undefined;
+    try {
+      do {
+        const page = await this.clients.tagging.send(
+          new GetResourcesCommand({
+            TagFilters: [{ Key: ownershipTags.cluster, Values: [this.settings.clusterName] }],
+            ResourceTypeFilters: [
+              'elasticloadbalancing:loadbalancer',
+              'elasticloadbalancing:targetgroup',
+              'ec2:security-group',
+            ],
+            ...(token ? { PaginationToken: token } : {}),
+          }),
+        );
+        for (const mapping of page.ResourceTagMappingList ?? []) {
+          const tags = Object.fromEntries(
+            (mapping.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']),
+          );
+          const uid = tags[ownershipTags.serviceUid];
+          if (uid) owners.set(uid, tags[ownershipTags.service] ?? '');
+        }
+        token = page.PaginationToken || undefined;
+      } while (token !== undefined);
+    } catch (error) {
+      throw translateAwsError(error, 'list resources by cluster tag');
+    }
+    return owners;
+  }
+
   /** Stored ARNs plus everything the tagging API finds with this Service's ownership tags. */
   private async inventory(service: Service, nlb: NlbState) {
     const recorded = recordedResources(nlb);

@@ -22,7 +22,16 @@ import { providerStateOf, type ProviderState, type ServiceRecord } from './ports
  * when it is gone or was re-created with a new UID, then runs the delete or the ensure branch.
  * Returns how it ended; only invariant errors are thrown.
  */
-export async function syncService(key: ServiceKey, deps: SyncDependencies): Promise<SyncOutcome> {
+export interface SyncServiceOptions {
+  /** Run Ensure even on a checkpoint hit: the sweep's drift repair and forced resyncs. */
+  readonly ignoreCheckpoint?: boolean;
+}
+
+export async function syncService(
+  key: ServiceKey,
+  deps: SyncDependencies,
+  options: SyncServiceOptions = {},
+): Promise<SyncOutcome> {
   let service: Service | undefined;
   let record: ServiceRecord | undefined;
   try {
@@ -50,7 +59,7 @@ export async function syncService(key: ServiceKey, deps: SyncDependencies): Prom
       isBeingDeleted(live);
     return unwanted
       ? await deleteBranch(live, key, record, deps)
-      : await ensureBranch(live, key, record, deps);
+      : await ensureBranch(live, key, record, deps, options);
   } catch (error) {
     // Requeue-after is not a failure (DESIGN §4): no Warning for it.
     if (!(error instanceof RequeueAfterError)) {
@@ -161,6 +170,7 @@ async function ensureBranch(
   key: ServiceKey,
   record: ServiceRecord | undefined,
   deps: SyncDependencies,
+  options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
   validateLoadBalancerService(service);
   const finalizer = finalizerFor(deps.claim);
@@ -172,7 +182,7 @@ async function ensureBranch(
     providerFingerprint: deps.provider.fingerprint,
   });
   const snapshot = serviceSnapshot(service);
-  if (record?.checkpoint === checkpoint) {
+  if (!options.ignoreCheckpoint && record?.checkpoint === checkpoint) {
     // The AWS side already matches: no cloud call, no Ensuring/Ensured noise, but the finalizer
     // and status are ours to keep right.
     if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);

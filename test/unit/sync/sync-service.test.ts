@@ -162,6 +162,19 @@ describe('syncService: checkpoint', () => {
     expect(w.provider.balancers.get('uid-1')?.annotations).toEqual({ 'x.io/a': 'b' });
   });
 
+  it('is ignored when asked (drift repair), running Ensure with its events', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    w.log.clear();
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toEqual({ kind: 'done' });
+    expect(w.log.lines('provider')).toHaveLength(1);
+    expect(w.events.reasons()).toEqual([
+      'Normal EnsuringLoadBalancer',
+      'Normal EnsuredLoadBalancer',
+    ]);
+  });
+
   it('misses when the eligible host set changes', async () => {
     const w = world();
     await syncService(key, w.deps);

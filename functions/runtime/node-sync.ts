@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { leasePk } from '../aws/dynamo-state-store';
+import { syncNodes } from '../sync/sync-nodes';
+import type { RuntimeContext } from './context';
+import type { WorkMessage } from './messages';
+
+export const nodeSyncLease = leasePk('node-sync');
+const maxPasses = 5;
+
+/**
+ * One node-sync pass under its lease (one at a time): list Nodes, store the eligible host set,
+ * enqueue a host update for every Service whose LB has other hosts (S16). A node message that
+ * finds the lease held marks it dirty, so the holder runs once more.
+ *
+ * The period: EventBridge cannot fire more often than once a minute, so the 100 s of the seed is a
+ * self-renewing chain of delayed `node` tick messages (SQS delays up to 900 s), one chain at a
+ * time; the one-minute schedule only restarts a chain that has gone quiet (see scheduleTick).
+ */
+export async function runNodeSync(
+  ctx: RuntimeContext,
+  triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
+): Promise<void> {
+  const acquired = await ctx.store.acquire(nodeSyncLease, ctx.newOwner(), ctx.config.leaseSeconds);
+  if (!acquired.acquired) {
+    ctx.metrics.count('BusyKeys');
+    return;
+  }
+  const lease = acquired.lease;
+  for (let pass = 1; pass <= maxPasses; pass++) {
+    const started = ctx.base.clock.now().getTime();
+    const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease) });
+    if (result.servicesToUpdate.length > 0) {
+      await ctx.queue.send(
+        result.servicesToUpdate.map((key) => ({
+          v: 1,
+          kind: 'hosts',
+          key,
+          reason: 'hosts changed',
+        })),
+      );
+    }
+    ctx.metrics.milliseconds('NodeSyncDuration', ctx.base.clock.now().getTime() - started);
+    ctx.metrics.count('EligibleHosts', result.eligibleHosts);
+    ctx.log.info('node sync', {
+      eligibleHosts: result.eligibleHosts,
+      changed: result.changed,
+      hostUpdates: result.servicesToUpdate.length,
+      pass,
+    });
+    const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
+    if (finish.kind !== 'again') break;
+  }
+  const now = ctx.base.clock.now();
+  await ctx.store.setAttributes(nodeSyncLease, { lastRunAt: now.toISOString() });
+  // Keep the timer chain going, if this pass was its tick.
+  const item = await ctx.store.getItem(nodeSyncLease);
+  for (const trigger of triggers) {
+    if (trigger.chain !== undefined && trigger.chain === item?.chain) {
+      await ctx.store.setAttributes(nodeSyncLease, { lastTickAt: now.getTime() });
+      await ctx.queue.send(
+        [{ v: 1, kind: 'node', reason: 'tick', chain: trigger.chain }],
+        ctx.config.nodeSyncPeriodSeconds,
+      );
+      break;
+    }
+  }
+}
+
+/**
+ * The one-minute schedule's job: if no tick has been seen for two periods (a lost message, a first
+ * start), start a new chain; older chains then stop at their next tick because they no longer match.
+ */
+export async function scheduleTick(ctx: RuntimeContext): Promise<'started' | 'running'> {
+  const item = await ctx.store.getItem(nodeSyncLease);
+  const lastTickAt = typeof item?.lastTickAt === 'number' ? item.lastTickAt : 0;
+  const now = ctx.base.clock.now().getTime();
+  if (item?.chain !== undefined && now - lastTickAt < 2 * ctx.config.nodeSyncPeriodSeconds * 1000)
+    return 'running';
+  const chain = randomUUID();
+  await ctx.store.setAttributes(nodeSyncLease, { chain, lastTickAt: now });
+  await ctx.queue.send([{ v: 1, kind: 'node', reason: 'tick', chain }]);
+  ctx.log.info('node-sync timer chain started', { chain });
+  return 'started';
+}

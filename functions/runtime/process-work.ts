@@ -1,0 +1,215 @@
+import { servicePk, type FinishResult } from '../aws/dynamo-state-store';
+import { errorMessage } from '../core/errors';
+import type { ServiceKey } from '../core/keys';
+import type { SyncOutcome } from '../sync/outcome';
+import { syncHosts } from '../sync/sync-hosts';
+import { syncService } from '../sync/sync-service';
+import { backoffSeconds, type RuntimeContext } from './context';
+import { parseWorkMessage, type WorkMessage } from './messages';
+import { runNodeSync } from './node-sync';
+
+/** A received SQS message, as the handler sees it. */
+export interface QueueRecord {
+  readonly messageId: string;
+  readonly body: string;
+  readonly receiptHandle: string;
+  readonly receiveCount: number;
+}
+
+export interface BatchResult {
+  readonly batchItemFailures: { readonly itemIdentifier: string }[];
+}
+
+/** How many passes one key may take in a row when changes keep arriving (dirty flag). */
+const maxPasses = 5;
+/**
+ * After this many receives a retried message is replaced by a fresh delayed one, so the queue's
+ * receive limit (and its DLQ) is kept for poison messages, never for throttling or a long outage.
+ */
+const resendAfterReceives = 8;
+
+type KeyMode = 'service' | 'hosts' | 'resync';
+
+/**
+ * One batch from the work queue (DESIGN §3): malformed messages are counted and dropped, records
+ * of one key collapse into one sync under the key's lease, node messages go to node sync once.
+ * Failures are reported per record (partial batch response); the batch as a whole never throws.
+ */
+export async function processWorkBatch(
+  records: readonly QueueRecord[],
+  ctx: RuntimeContext,
+): Promise<BatchResult> {
+  const byKey = new Map<ServiceKey, { modes: Set<KeyMode>; records: QueueRecord[] }>();
+  const nodeMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'node' }> }[] =
+    [];
+  for (const record of records) {
+    const parsed = parseWorkMessage(record.body);
+    if (!parsed.ok) {
+      ctx.log.warn('dropping malformed message', {
+        messageId: record.messageId,
+        problem: parsed.problem,
+      });
+      ctx.metrics.count('MalformedMessages');
+      continue;
+    }
+    const message = parsed.message;
+    if (message.kind === 'node') {
+      nodeMessages.push({ record, message });
+      continue;
+    }
+    const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
+    group.modes.add(message.kind);
+    group.records.push(record);
+    byKey.set(message.key, group);
+  }
+
+  const failures: { itemIdentifier: string }[] = [];
+  const work = [...byKey].map(async ([key, group]) => {
+    const failed = await processKey(key, group.modes, group.records, ctx);
+    if (failed !== undefined) failures.push({ itemIdentifier: failed });
+  });
+  if (nodeMessages.length > 0) {
+    work.push(
+      (async () => {
+        try {
+          await runNodeSync(
+            ctx,
+            nodeMessages.map((n) => n.message),
+          );
+        } catch (error) {
+          // Node sync is re-driven by the schedule; a failed pass is reported, not retried hot.
+          ctx.log.error('node sync failed', { error: errorMessage(error) });
+          ctx.metrics.count('NodeSyncFailures');
+          const first = nodeMessages[0];
+          if (first !== undefined) {
+            await ctx.queue
+              .changeVisibility(first.record.receiptHandle, ctx.config.backoffBaseSeconds)
+              .catch(() => undefined);
+            failures.push({ itemIdentifier: first.record.messageId });
+          }
+        }
+      })(),
+    );
+  }
+  await Promise.all(work);
+  return { batchItemFailures: failures };
+}
+
+/** Returns the message id to report as failed (it comes back after its backoff), if any. */
+async function processKey(
+  key: ServiceKey,
+  modes: Set<KeyMode>,
+  records: readonly QueueRecord[],
+  ctx: RuntimeContext,
+): Promise<string | undefined> {
+  const primary = records[0];
+  if (primary === undefined) return undefined;
+  const fields = { serviceKey: key, messageId: primary.messageId };
+  let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
+  try {
+    const acquired = await ctx.store.acquire(
+      servicePk(key),
+      ctx.newOwner(),
+      ctx.config.leaseSeconds,
+    );
+    if (!acquired.acquired) {
+      // S5: the holder sees the dirty flag and runs once more; this message is done.
+      ctx.log.info('key is busy; the holder will run again', fields);
+      ctx.metrics.count('BusyKeys');
+      return undefined;
+    }
+    const lease = acquired.lease;
+    let outcome: SyncOutcome = { kind: 'done' };
+    let finish: FinishResult & { failures?: number } = { kind: 'released' };
+    for (let pass = 1; pass <= maxPasses; pass++) {
+      const deps = { ...ctx.base, state: ctx.store.fencedBy(lease) };
+      const started = ctx.base.clock.now().getTime();
+      outcome =
+        mode === 'hosts'
+          ? await syncHosts(key, deps)
+          : await syncService(key, deps, { ignoreCheckpoint: mode === 'resync' });
+      ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
+      ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
+      logOutcome(ctx, outcome, { ...fields, mode, pass });
+      const failureUpdate =
+        outcome.kind === 'done' ? 'reset' : outcome.kind === 'retry' ? 'increment' : 'keep';
+      finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds);
+      if (finish.kind !== 'again') break;
+      // Something changed during the pass: one more full sync covers whatever it was.
+      mode = 'service';
+    }
+    if (finish.kind === 'lost') {
+      ctx.log.warn('lease expired during the sync; the newer holder owns the key', fields);
+      return undefined;
+    }
+    if (outcome.kind === 'retry') {
+      const delay = backoffSeconds(
+        finish.failures ?? lease.failures + 1,
+        ctx.config.backoffBaseSeconds,
+        ctx.config.backoffMaxSeconds,
+      );
+      ctx.metrics.count('Retries');
+      return await comeBackLater(primary, { v: 1, kind: mode, key }, delay, ctx);
+    }
+    if (outcome.kind === 'requeue-after') {
+      return await comeBackLater(primary, { v: 1, kind: mode, key }, outcome.seconds, ctx);
+    }
+    return undefined;
+  } catch (error) {
+    // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
+    ctx.log.error('sync failed unexpectedly', { ...fields, error: errorMessage(error) });
+    ctx.metrics.count('UnexpectedFailures');
+    return await comeBackLater(
+      primary,
+      { v: 1, kind: mode, key },
+      ctx.config.backoffMaxSeconds,
+      ctx,
+    ).catch(() => primary.messageId);
+  }
+}
+
+/** Makes the key's message come back after `seconds`: a visibility change, or a fresh delayed copy. */
+async function comeBackLater(
+  record: QueueRecord,
+  message: WorkMessage,
+  seconds: number,
+  ctx: RuntimeContext,
+): Promise<string | undefined> {
+  if (record.receiveCount >= resendAfterReceives) {
+    await ctx.queue.send([message], seconds);
+    return undefined;
+  }
+  await ctx.queue.changeVisibility(record.receiptHandle, seconds);
+  return record.messageId;
+}
+
+function logOutcome(
+  ctx: RuntimeContext,
+  outcome: SyncOutcome,
+  fields: Record<string, unknown>,
+): void {
+  switch (outcome.kind) {
+    case 'done':
+      ctx.log.info('synced', fields);
+      return;
+    case 'requeue-after':
+      ctx.log.info('sync requeued', {
+        ...fields,
+        seconds: outcome.seconds,
+        reason: outcome.reason,
+      });
+      return;
+    case 'terminal':
+      ctx.log.warn('sync cannot proceed until the Service changes', {
+        ...fields,
+        error: errorMessage(outcome.error),
+      });
+      return;
+    case 'busy':
+      ctx.log.info('sync lost its lease', { ...fields, error: errorMessage(outcome.error) });
+      return;
+    case 'retry':
+      ctx.log.warn('sync failed; will retry', { ...fields, error: errorMessage(outcome.error) });
+      return;
+  }
+}

@@ -1,0 +1,85 @@
+import { leasePk } from '../aws/dynamo-state-store';
+import { errorMessage } from '../core/errors';
+import type { Service } from '../core/objects';
+import type { RuntimeContext } from './context';
+import type { WorkMessage } from './messages';
+
+export const sweepLease = leasePk('sweep');
+
+export interface SweepReport {
+  readonly resyncs: number;
+  readonly redriven: number;
+  readonly orphansSeen: number;
+  readonly orphansDeleted: number;
+}
+
+/**
+ * The periodic sweep (DESIGN §3), one at a time:
+ * - every owned Service gets a `resync` (Ensure ignoring the checkpoint): drift repair, e.g. a
+ *   target group deleted by hand comes back;
+ * - keys with failures, a dirty flag or an expired lease but no record are re-driven;
+ * - resources tagged for this cluster whose Service UID has neither state nor a live Service are
+ *   deleted once they have been seen orphaned for the grace period.
+ */
+export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
+  const acquired = await ctx.store.acquire(sweepLease, ctx.newOwner(), ctx.config.leaseSeconds);
+  if (!acquired.acquired) return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0 };
+  const now = ctx.base.clock.now().getTime();
+  const items = await ctx.store.listServiceItems();
+  const messages: WorkMessage[] = [];
+  let redriven = 0;
+  for (const item of items) {
+    if (item.hasRecord) {
+      messages.push({ v: 1, kind: 'resync', key: item.key, reason: 'sweep' });
+    } else if (
+      item.failures > 0 ||
+      item.dirty ||
+      (item.leaseUntil !== undefined && item.leaseUntil < now)
+    ) {
+      messages.push({ v: 1, kind: 'service', key: item.key, reason: 'sweep re-drive' });
+      redriven++;
+    }
+  }
+  await ctx.queue.send(messages);
+
+  const known = new Set(items.flatMap((item) => (item.uid ? [item.uid] : [])));
+  const sweepItem = await ctx.store.getItem(sweepLease);
+  let orphansSeen = 0;
+  let orphansDeleted = 0;
+  for (const [uid, service] of await ctx.provider.ownersInCluster()) {
+    if (known.has(uid)) continue;
+    const [namespace = '', name = ''] = service.split('/');
+    const live = await ctx.base.kube.getService(namespace, name);
+    if (live?.metadata?.uid === uid) continue;
+    orphansSeen++;
+    const marker = `orphan#${uid}`;
+    const firstSeen = typeof sweepItem?.[marker] === 'number' ? sweepItem[marker] : undefined;
+    if (firstSeen === undefined) {
+      await ctx.store.setAttributes(sweepLease, { [marker]: now });
+      continue;
+    }
+    if (now - firstSeen < ctx.config.orphanGraceSeconds * 1000) continue;
+    const owner: Service = { metadata: { namespace, name, uid } };
+    try {
+      const result = await ctx.provider.ensureLoadBalancerDeleted(owner, undefined);
+      if (result.requeueAfterSeconds === undefined) {
+        orphansDeleted++;
+        ctx.log.info('deleted orphaned load balancer resources', { serviceKey: service, uid });
+      }
+    } catch (error) {
+      ctx.log.warn('could not delete orphaned resources; next sweep retries', {
+        serviceKey: service,
+        uid,
+        error: errorMessage(error),
+      });
+    }
+  }
+  await ctx.store.finish(acquired.lease, 'keep', ctx.config.leaseSeconds);
+  await ctx.store.setAttributes(sweepLease, { lastRunAt: new Date(now).toISOString() });
+  const report = { resyncs: messages.length - redriven, redriven, orphansSeen, orphansDeleted };
+  ctx.metrics.count('SweepResyncs', report.resyncs);
+  ctx.metrics.count('SweepRedriven', report.redriven);
+  ctx.metrics.count('SweepOrphansDeleted', report.orphansDeleted);
+  ctx.log.info('sweep', { ...report });
+  return report;
+}

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { addRateLimits } from '../aws/clients';
+import { DynamoStateStore } from '../aws/dynamo-state-store';
+import { NlbProvider } from '../aws/nlb-provider';
+import { SqsWorkQueue } from '../aws/sqs-work-queue';
+import type { ControllerConfig } from '../config';
+import { errorMessage } from '../core/errors';
+import { KubeEventRecorder } from '../kube/event-recorder';
+import { ClientNodeKubernetesApi } from '../kube/kubernetes-api';
+import { kubernetesConnector } from '../kube/connect';
+import type { Clock } from '../sync/ports';
+import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from './context';
+
+/** Something with an SDK middleware stack: every client we create passes through `adaptClient`. */
+type SdkClient =
+  | ElasticLoadBalancingV2Client
+  | EC2Client
+  | ResourceGroupsTaggingAPIClient
+  | SQSClient
+  | DynamoDBClient;
+
+export interface RuntimeOptions {
+  readonly clock?: Clock;
+  readonly log?: RuntimeLog;
+  readonly metrics?: RuntimeMetrics;
+  /** Static credentials (local runs and tests); the default provider chain otherwise. */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** Lets tests and the local mode instrument every client (call counting, emulator accounts). */
+  readonly adaptClient?: <C extends SdkClient>(client: C) => C;
+}
+
+const systemClock: Clock = { now: () => new Date() };
+
+/** Builds the runtime once per cold start: SDK clients, logger and metrics are reused across invocations. */
+export function createRuntime(
+  config: ControllerConfig,
+  options: RuntimeOptions = {},
+): RuntimeContext {
+  const clock = options.clock ?? systemClock;
+  const adapt = options.adaptClient ?? (<C extends SdkClient>(client: C) => client);
+  const endpoints = config.aws.endpoints;
+  const base = {
+    region: config.region,
+    maxAttempts: 5,
+    retryMode: 'adaptive' as const,
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+  };
+  const elbv2 = adapt(
+    new ElasticLoadBalancingV2Client({
+      ...base,
+      ...(endpoints.elbv2 ? { endpoint: endpoints.elbv2 } : {}),
+    }),
+  );
+  addRateLimits(elbv2);
+  const ec2 = adapt(
+    new EC2Client({ ...base, ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}) }),
+  );
+  const tagging = adapt(
+    new ResourceGroupsTaggingAPIClient({
+      ...base,
+      ...(endpoints.tagging ? { endpoint: endpoints.tagging } : {}),
+    }),
+  );
+  // Queue URLs carry a host, but the client needs its own endpoint (emulators, VPC endpoints).
+  const sqs = adapt(
+    new SQSClient({ ...base, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) }),
+  );
+  const dynamodb = adapt(
+    new DynamoDBClient({
+      ...base,
+      ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
+    }),
+  );
+
+  const log = options.log ?? powertoolsLog();
+  const metrics = options.metrics ?? powertoolsMetrics();
+  const connect = kubernetesConnector(config, clock);
+  const provider = new NlbProvider(
+    { elbv2, ec2, tagging },
+    {
+      clusterName: config.clusterName,
+      vpcId: config.aws.vpcId,
+      backendSecurityGroupId: config.aws.backendSecurityGroupId,
+      defaultScheme: config.aws.defaultScheme,
+      defaultSslPolicy: config.aws.defaultSslPolicy,
+      defaultTags: config.aws.defaultTags,
+    },
+  );
+  let passes = 0;
+  const instance = randomUUID().slice(0, 8);
+  return {
+    config,
+    provider,
+    store: new DynamoStateStore(DynamoDBDocumentClient.from(dynamodb), config.tableName, clock),
+    queue: new SqsWorkQueue(sqs, config.queueUrl),
+    log,
+    metrics,
+    newOwner: () => `${instance}-${++passes}`,
+    base: {
+      kube: new ClientNodeKubernetesApi(connect),
+      provider,
+      events: new KubeEventRecorder(connect, clock, (error, event) =>
+        log.warn('could not record an Event', { reason: event.reason, error: errorMessage(error) }),
+      ),
+      clock,
+      claim: { loadBalancerClass: config.loadBalancerClass, claimClassless: config.claimClassless },
+      nodePolicy: config.nodePolicy,
+    },
+  };
+}
+
+function powertoolsLog(): RuntimeLog {
+  const logger = new Logger({ serviceName: 'serverless-service-controller' });
+  return {
+    info: (message, fields) => logger.info(message, fields ?? {}),
+    warn: (message, fields) => logger.warn(message, fields ?? {}),
+    error: (message, fields) => logger.error(message, fields ?? {}),
+  };
+}
+
+/** EMF through Powertools; the handler flushes after each invocation. */
+export const metricsPublisher = new Metrics({
+  namespace: 'ServerlessServiceController',
+  serviceName: 'controller',
+});
+
+function powertoolsMetrics(): RuntimeMetrics {
+  return {
+    count: (name, value = 1, dimensions) => {
+      if (dimensions === undefined) {
+        metricsPublisher.addMetric(name, MetricUnit.Count, value);
+        return;
+      }
+      const single = metricsPublisher.singleMetric();
+      for (const [key, dimension] of Object.entries(dimensions))
+        single.addDimension(key, dimension);
+      single.addMetric(name, MetricUnit.Count, value);
+    },
+    milliseconds: (name, value) => metricsPublisher.addMetric(name, MetricUnit.Milliseconds, value),
+  };
+}
