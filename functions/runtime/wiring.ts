@@ -17,6 +17,13 @@ import { KubeEventRecorder } from '../kube/event-recorder';
 import { ClientNodeKubernetesApi } from '../kube/kubernetes-api';
 import { kubernetesConnector } from '../kube/connect';
 import type { Clock } from '../sync/ports';
+import type {
+  HandlerExecutionContext,
+  InitializeHandler,
+  InitializeHandlerArguments,
+  MetadataBearer,
+  MiddlewareStack,
+} from '@smithy/types';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from './context';
 
 /** Something with an SDK middleware stack: every client we create passes through `adaptClient`. */
@@ -33,6 +40,8 @@ export interface RuntimeOptions {
   readonly metrics?: RuntimeMetrics;
   /** Static credentials (local runs and tests); the default provider chain otherwise. */
   readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+  /** SDK attempts per call (default 5); tests lower it to keep injected faults quick. */
+  readonly maxAttempts?: number;
   /** Lets tests and the local mode instrument every client (call counting, emulator accounts). */
   readonly adaptClient?: <C extends SdkClient>(client: C) => C;
 }
@@ -49,7 +58,7 @@ export function createRuntime(
   const endpoints = config.aws.endpoints;
   const base = {
     region: config.region,
-    maxAttempts: 5,
+    maxAttempts: options.maxAttempts ?? 5,
     retryMode: 'adaptive' as const,
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };
@@ -82,6 +91,7 @@ export function createRuntime(
 
   const log = options.log ?? powertoolsLog();
   const metrics = options.metrics ?? powertoolsMetrics();
+  for (const client of [elbv2, ec2, tagging, sqs, dynamodb]) countCalls(client, metrics);
   const connect = kubernetesConnector(config, clock);
   const provider = new NlbProvider(
     { elbv2, ec2, tagging },
@@ -115,6 +125,21 @@ export function createRuntime(
       nodePolicy: config.nodePolicy,
     },
   };
+}
+
+/** AWS calls by service and operation: what users pay for in throttling (DESIGN §5). */
+function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
+  const stack = client.middlewareStack as unknown as MiddlewareStack<object, MetadataBearer>;
+  stack.add(
+    (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
+      (args: InitializeHandlerArguments<object>) => {
+        const service = (context.clientName ?? '').replace(/Client$/, '');
+        const operation = (context.commandName ?? '').replace(/Command$/, '');
+        metrics.count('AwsCalls', 1, { service, operation });
+        return next(args);
+      },
+    { step: 'initialize', name: 'countAwsCalls' },
+  );
 }
 
 function powertoolsLog(): RuntimeLog {

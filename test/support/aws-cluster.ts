@@ -37,8 +37,11 @@ export interface AwsCluster {
  * A private moto account set up like a cluster's VPC: two subnets in two zones tagged for both NLB
  * roles, a backend security group, and EC2 instances for nodes. The NLB clients are counted.
  */
-export async function createAwsCluster(nodeCount = 3, endpoint?: string): Promise<AwsCluster> {
-  const account = new MotoAccount(endpoint);
+export async function createAwsCluster(
+  nodeCount = 3,
+  endpoint?: string,
+  account: MotoAccount = new MotoAccount(endpoint),
+): Promise<AwsCluster> {
   const recorder = new AwsCallRecorder();
   const ec2 = recorder.attach(account.client(EC2Client));
   const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client));

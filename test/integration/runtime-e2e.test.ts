@@ -1,0 +1,310 @@
+import {
+  DeleteTargetGroupCommand,
+  DescribeListenersCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { servicePk } from '../../functions/aws/dynamo-state-store';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { upstreamFinalizer } from '../../functions/core/claim';
+import { runNodeSync } from '../../functions/runtime/node-sync';
+import { runSweep } from '../../functions/runtime/sweep';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const key = 'default/web';
+
+let world: RuntimeWorld;
+
+beforeEach(async () => {
+  world = await createRuntimeWorld();
+});
+
+afterEach(async () => {
+  await world.stop();
+});
+
+async function createService() {
+  await world.api.createNamespacedService({
+    namespace: 'default',
+    body: loadBalancerService('web'),
+  });
+  await world.send({ v: 1, kind: 'service', key });
+  await world.drain();
+}
+
+async function recordOf() {
+  return world.runtime.store.getService(key);
+}
+
+async function loadBalancer() {
+  const state = readNlbState((await recordOf())?.provider);
+  const elbv2 = world.aws.clients.elbv2;
+  const lb = (
+    await elbv2.send(
+      new DescribeLoadBalancersCommand({ LoadBalancerArns: [state.loadBalancerArn ?? ''] }),
+    )
+  ).LoadBalancers?.[0];
+  const listeners =
+    (await elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn })))
+      .Listeners ?? [];
+  const groups = Object.values(state.targetGroups ?? {});
+  const targets: Record<number, string[]> = {};
+  for (const tg of groups) {
+    const described = await elbv2.send(
+      new DescribeTargetGroupsCommand({ TargetGroupArns: [tg.arn] }),
+    );
+    const health = await elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: tg.arn }));
+    targets[described.TargetGroups?.[0]?.Port ?? 0] = (health.TargetHealthDescriptions ?? [])
+      .map((d) => d.Target?.Id ?? '')
+      .sort();
+  }
+  return { lb, listeners: listeners.map((l) => `${l.Protocol}:${l.Port}`).sort(), targets, state };
+}
+
+describe('the serverless runtime end to end (moto + fake API server)', () => {
+  it('creates the NLB, adds the finalizer, writes the status hostname and records Events', async () => {
+    await createService();
+    const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
+    const { lb, listeners } = await loadBalancer();
+    expect(service.metadata?.finalizers).toEqual([upstreamFinalizer]);
+    expect(service.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(lb?.DNSName?.toLowerCase());
+    expect(listeners).toEqual(['TCP:443', 'TCP:80']);
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    expect(events.items.map((e) => `${e.reason}/${e.source?.component}`).sort()).toEqual([
+      'EnsuredLoadBalancer/service-controller',
+      'EnsuringLoadBalancer/service-controller',
+    ]);
+    expect(world.metrics.get('Syncs{outcome=done,kind=service}')).toBe(1);
+  });
+
+  it('updates listeners and target groups when the ports change', async () => {
+    await createService();
+    await world.api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: {
+          spec: { ports: [{ name: 'http', protocol: 'TCP', port: 8080, targetPort: 8080 }] },
+        },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    const { listeners, targets } = await loadBalancer();
+    expect(listeners).toEqual(['TCP:8080']);
+    expect(Object.keys(targets)).toHaveLength(1);
+  });
+
+  it('updates targets when a node joins and when one leaves, through node sync and host updates', async () => {
+    await createService();
+    const [added] = await world.aws.addHosts(1);
+    world.kube.store.create('nodes', '', {
+      metadata: { name: added!.name },
+      spec: { providerID: added!.providerID },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    let { targets } = await loadBalancer();
+    expect(Object.values(targets).every((ids) => ids.includes(added!.instanceId))).toBe(true);
+    expect(Object.values(targets)[0]).toHaveLength(4);
+
+    world.kube.store.delete('nodes', '', world.aws.hosts[0]!.name);
+    await world.send({ v: 1, kind: 'node', reason: 'node deleted' });
+    await world.drain();
+    ({ targets } = await loadBalancer());
+    expect(
+      Object.values(targets).every((ids) => !ids.includes(world.aws.hosts[0]!.instanceId)),
+    ).toBe(true);
+  });
+
+  it('deletes everything and releases the finalizer when the Service is deleted', async () => {
+    await createService();
+    await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect(await world.aws.ownedResources()).toEqual([]);
+    await expect(
+      world.api.readNamespacedService({ name: 'web', namespace: 'default' }),
+    ).rejects.toMatchObject({ code: 404 });
+    expect(await world.runtime.store.getItem(servicePk(key))).toBeUndefined();
+  });
+
+  it('deletes the old NLB and creates a new one when the Service is re-created with the same name', async () => {
+    await createService();
+    const before = (await loadBalancer()).state.loadBalancerArn;
+    const current = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
+    // Someone strips the finalizer and re-creates the Service while the controller is away.
+    await world.api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { metadata: { finalizers: null } } },
+      merge,
+    );
+    await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    const after = await loadBalancer();
+    expect(after.state.loadBalancerArn).not.toBe(before);
+    expect((await recordOf())?.uid).not.toBe(current.metadata?.uid);
+    expect(await world.aws.ownedResources()).toHaveLength(4);
+  });
+
+  it('backs off an ELBv2 failure by base, then 2·base, then succeeds and resets the failure count', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    world.aws.recorder.injectFault({
+      operation: 'CreateLoadBalancer',
+      kind: 'server-error',
+      times: 10,
+    });
+    await world.send({ v: 1, kind: 'service', key });
+
+    const first = await world.handleOnce();
+    expect(first.result.batchItemFailures).toHaveLength(1);
+    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(1);
+    expect(await world.receive(0)).toEqual([]); // invisible for 1 s
+    const second = await world.handleOnce(3);
+    expect(second.records[0]?.receiveCount).toBe(2);
+    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(2);
+
+    world.aws.recorder.clearFaults();
+    expect(await world.receive(1)).toEqual([]); // 2 s now: not back after 1 s
+    const third = await world.handleOnce(3);
+    expect(third.records[0]?.receiveCount).toBe(3);
+    expect(third.result.batchItemFailures).toEqual([]);
+    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(0);
+  });
+
+  it('replaces a much-retried message with a fresh delayed one, so throttling never reaches the DLQ', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    world.aws.recorder.injectFault({
+      operation: 'CreateLoadBalancer',
+      kind: 'throttle',
+      times: 10,
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    const [record] = await world.receive(1);
+    const result = await world.handle([{ ...record!, receiveCount: 8 }]);
+    expect(result.batchItemFailures).toEqual([]);
+    expect(await world.queueDepth()).toMatchObject({ visible: 0, delayed: 1 });
+    expect(world.metrics.get('Retries')).toBe(1);
+  });
+
+  it('counts AWS calls by operation in the metrics', async () => {
+    await createService();
+    expect(
+      world.metrics.get('AwsCalls{service=ElasticLoadBalancingV2,operation=CreateLoadBalancer}'),
+    ).toBe(1);
+    expect(
+      world.metrics.get('AwsCalls{service=ElasticLoadBalancingV2,operation=CreateListener}'),
+    ).toBe(2);
+  });
+
+  it('never runs two syncs of one key at once; a message during a sync gets one more pass and no failure', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.send({ v: 1, kind: 'service', key });
+    const records = [...(await world.receive(1)), ...(await world.receive(1))];
+    expect(records).toHaveLength(2);
+    // Two concurrent invocations, one message each.
+    const [a, b] = await Promise.all([world.handle([records[0]!]), world.handle([records[1]!])]);
+    expect([...a.batchItemFailures, ...b.batchItemFailures]).toEqual([]);
+    expect(world.metrics.get('BusyKeys')).toBe(1);
+    // The holder ran a second pass for the busy message.
+    const passes = world.log.lines.filter(
+      (l) => l.message === 'synced' && l.fields.serviceKey === key,
+    );
+    expect(passes.map((l) => l.fields.pass)).toEqual([1, 2]);
+    expect((await world.runtime.store.getItem(servicePk(key)))?.failures ?? 0).toBe(0);
+    expect(world.aws.recorder.count('CreateLoadBalancer')).toBe(1);
+  });
+
+  it('restores a target group deleted by hand on the next sweep', async () => {
+    await createService();
+    const { state } = await loadBalancer();
+    const group = Object.values(state.targetGroups ?? {})[0]!;
+    const listeners = await world.aws.clients.elbv2.send(
+      new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
+    );
+    // AWS refuses to delete a group in use; a person deletes its listener first, then the group.
+    const listener = listeners.Listeners?.find(
+      (l) => l.DefaultActions?.[0]?.TargetGroupArn === group.arn,
+    );
+    const { DeleteListenerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
+    await world.aws.clients.elbv2.send(
+      new DeleteListenerCommand({ ListenerArn: listener?.ListenerArn }),
+    );
+    await world.aws.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: group.arn }));
+
+    const report = await runSweep(world.runtime);
+    expect(report.resyncs).toBe(1);
+    await world.drain();
+    const after = await loadBalancer();
+    expect(after.listeners).toEqual(['TCP:443', 'TCP:80']);
+    expect(Object.values(after.targets).every((ids) => ids.length === 3)).toBe(true);
+  });
+
+  it('deletes resources whose Service and state are both gone, after the grace period', async () => {
+    await createService();
+    // State lost and the Service gone without the controller noticing.
+    await world.api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { metadata: { finalizers: null } } },
+      merge,
+    );
+    await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
+    const { DeleteCommand, DynamoDBDocumentClient } = await import('@aws-sdk/lib-dynamodb');
+    const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+    await DynamoDBDocumentClient.from(world.aws.account.client(DynamoDBClient)).send(
+      new DeleteCommand({ TableName: 'state', Key: { pk: servicePk(key) } }),
+    );
+    const first = await runSweep(world.runtime);
+    expect(first).toMatchObject({ orphansSeen: 1, orphansDeleted: 0 }); // first seen: grace starts
+    const second = await runSweep(world.runtime);
+    expect(second).toMatchObject({ orphansSeen: 1, orphansDeleted: 1 });
+    expect(await world.aws.ownedResources()).toEqual([]);
+  });
+
+  it('drops malformed messages without failing the rest of the batch, and counts them', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    await world.send('this is not JSON');
+    await world.send({ v: 1, kind: 'mystery', key } as never);
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect(world.metrics.get('MalformedMessages')).toBe(2);
+    expect(world.log.lines.filter((l) => l.message === 'dropping malformed message')).toHaveLength(
+      2,
+    );
+    expect((await loadBalancer()).listeners).toEqual(['TCP:443', 'TCP:80']);
+    expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('starts the node-sync timer chain once and keeps it ticking with delayed messages', async () => {
+    const { scheduleTick } = await import('../../functions/runtime/node-sync');
+    expect(await scheduleTick(world.runtime)).toBe('started');
+    expect(await scheduleTick(world.runtime)).toBe('running');
+    const [tick] = await world.receive(1);
+    await world.handle([tick!]);
+    expect(await world.queueDepth()).toMatchObject({ delayed: 1 });
+    expect(await runNodeSync(world.runtime, [])).toBeUndefined();
+  });
+});

@@ -1,0 +1,224 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { parseConfig, type ControllerConfig } from '../../functions/config';
+import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
+import type { WorkMessage } from '../../functions/runtime/messages';
+import {
+  processWorkBatch,
+  type BatchResult,
+  type QueueRecord,
+} from '../../functions/runtime/process-work';
+import { createRuntime } from '../../functions/runtime/wiring';
+import { createAwsCluster, type AwsCluster } from './aws-cluster';
+import { FakeKubeApiServer } from './fake-kube';
+import { MotoAccount } from './moto';
+
+export class RecordingLog implements RuntimeLog {
+  readonly lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+  info(message: string, fields: Record<string, unknown> = {}) {
+    this.lines.push({ level: 'info', message, fields });
+  }
+  warn(message: string, fields: Record<string, unknown> = {}) {
+    this.lines.push({ level: 'warn', message, fields });
+  }
+  error(message: string, fields: Record<string, unknown> = {}) {
+    this.lines.push({ level: 'error', message, fields });
+  }
+}
+
+export class RecordingMetrics implements RuntimeMetrics {
+  readonly counts = new Map<string, number>();
+  count(name: string, value = 1, dimensions?: Record<string, string>) {
+    const key = dimensions
+      ? `${name}{${Object.entries(dimensions)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',')}}`
+      : name;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + value);
+  }
+  milliseconds() {}
+  get(name: string): number {
+    return this.counts.get(name) ?? 0;
+  }
+}
+
+/**
+ * The whole controller on one machine, with real parts: moto for SQS, DynamoDB, ELBv2 and EC2 in a
+ * private account, the fake Kubernetes API server over HTTP, and the real runtime built from a
+ * validated configuration. Messages are received from the real queue; `handleOnce` deletes what
+ * the handler acknowledged and leaves reported failures to come back, as the event source mapping does.
+ */
+export interface RuntimeWorld {
+  readonly aws: AwsCluster;
+  readonly kube: FakeKubeApiServer;
+  readonly api: CoreV1Api;
+  readonly runtime: RuntimeContext;
+  readonly config: ControllerConfig;
+  readonly log: RecordingLog;
+  readonly metrics: RecordingMetrics;
+  readonly sqs: SQSClient;
+  send(message: WorkMessage | string): Promise<void>;
+  receive(waitSeconds?: number): Promise<QueueRecord[]>;
+  handle(records: QueueRecord[]): Promise<BatchResult>;
+  /** Receives one batch (waiting up to `waitSeconds`) and handles it. */
+  handleOnce(waitSeconds?: number): Promise<{ records: QueueRecord[]; result: BatchResult }>;
+  /** Handles batches until the queue stays empty for `quietSeconds`. */
+  drain(quietSeconds?: number): Promise<void>;
+  queueDepth(): Promise<{ visible: number; inFlight: number; delayed: number }>;
+  stop(): Promise<void>;
+}
+
+export async function createRuntimeWorld(
+  overrides: Partial<ControllerConfig> = {},
+): Promise<RuntimeWorld> {
+  const account = new MotoAccount();
+  const aws = await createAwsCluster(3, undefined, account);
+  const endpoint = account.config.endpoint;
+  const sqs = account.client(SQSClient);
+  const queue = await sqs.send(
+    new CreateQueueCommand({ QueueName: 'work', Attributes: { VisibilityTimeout: '30' } }),
+  );
+  const ddb = account.client(DynamoDBClient);
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: 'state',
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    }),
+  );
+  const kube = await FakeKubeApiServer.start();
+  const dir = mkdtempSync(join(tmpdir(), 'ssc-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfigPath, kube.kubeconfigText());
+  for (const host of aws.hosts) {
+    kube.store.create('nodes', '', {
+      metadata: { name: host.name },
+      spec: { providerID: host.providerID },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+  }
+  const config = parseConfig({
+    clusterName: aws.settings.clusterName,
+    region: 'us-east-1',
+    claimClassless: true,
+    queueUrl: queue.QueueUrl,
+    tableName: 'state',
+    backoffBaseSeconds: 1,
+    leaseSeconds: 30,
+    orphanGraceSeconds: 0,
+    aws: {
+      vpcId: aws.vpcId,
+      backendSecurityGroupId: aws.settings.backendSecurityGroupId,
+      endpoints: {
+        elbv2: endpoint,
+        ec2: endpoint,
+        tagging: endpoint,
+        sqs: endpoint,
+        dynamodb: endpoint,
+      },
+    },
+    kubernetes: { mode: 'kubeconfig', path: kubeconfigPath },
+    ...overrides,
+  });
+  const log = new RecordingLog();
+  const metrics = new RecordingMetrics();
+  const runtime = createRuntime(config, {
+    credentials: account.config.credentials,
+    maxAttempts: 2,
+    log,
+    metrics,
+    adaptClient: (client) => aws.recorder.attach(account.bind(client)),
+  });
+  const queueUrl = queue.QueueUrl ?? '';
+
+  const world: RuntimeWorld = {
+    aws,
+    kube,
+    api: kube.kubeConfig().makeApiClient(CoreV1Api),
+    runtime,
+    config,
+    log,
+    metrics,
+    sqs,
+    send: async (message) => {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: typeof message === 'string' ? message : JSON.stringify(message),
+        }),
+      );
+    },
+    receive: async (waitSeconds = 0) => {
+      const received = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: waitSeconds,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+      return (received.Messages ?? []).map((m) => ({
+        messageId: m.MessageId ?? '',
+        body: m.Body ?? '',
+        receiptHandle: m.ReceiptHandle ?? '',
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1'),
+      }));
+    },
+    handle: async (records) => {
+      const result = await processWorkBatch(records, runtime);
+      const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+      for (const record of records) {
+        if (!failed.has(record.messageId)) {
+          await sqs.send(
+            new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }),
+          );
+        }
+      }
+      return result;
+    },
+    handleOnce: async (waitSeconds = 1) => {
+      const records = await world.receive(waitSeconds);
+      const result = records.length > 0 ? await world.handle(records) : { batchItemFailures: [] };
+      return { records, result };
+    },
+    drain: async (quietSeconds = 1) => {
+      for (let rounds = 0; rounds < 50; rounds++) {
+        const { records } = await world.handleOnce(quietSeconds);
+        if (records.length === 0) return;
+      }
+      throw new Error('the queue did not drain in 50 rounds');
+    },
+    queueDepth: async () => {
+      const attributes = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: queueUrl,
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesNotVisible',
+            'ApproximateNumberOfMessagesDelayed',
+          ],
+        }),
+      );
+      const a = attributes.Attributes ?? {};
+      return {
+        visible: Number(a.ApproximateNumberOfMessages ?? 0),
+        inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+        delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+      };
+    },
+    stop: () => kube.stop(),
+  };
+  return world;
+}
