@@ -4,9 +4,9 @@ const built = [
   'test fixtures: moto server (AWS) and the fake Kubernetes API server (test/support/)',
   'controller core: pure logic and use cases (functions/core, functions/sync; docs/parity.md)',
   'AWS NLB provider (functions/aws; docs/aws-provider.md; npm run bench:calls)',
+  'serverless runtime: service-sync, node-sync and sweep handlers, DynamoDB state (docs/runtime.md)',
 ];
 const pending = [
-  'service-sync and node-sync functions, DynamoDB state',
   'in-cluster forwarder',
   'CDK infrastructure (infra/)',
   'local mode: embedded cluster + moto, driven by npm start',
