@@ -255,31 +255,9 @@ export class NlbProvider implements LoadBalancerProvider {
    */
   async ownersInCluster(): Promise<Map<string, string>> {
     const owners = new Map<string, string>();
-    let token: string | undefined;
-    try {
-      do {
-        const page = await this.clients.tagging.send(
-          new GetResourcesCommand({
-            TagFilters: [{ Key: ownershipTags.cluster, Values: [this.settings.clusterName] }],
-            ResourceTypeFilters: [
-              'elasticloadbalancing:loadbalancer',
-              'elasticloadbalancing:targetgroup',
-              'ec2:security-group',
-            ],
-            ...(token ? { PaginationToken: token } : {}),
-          }),
-        );
-        for (const mapping of page.ResourceTagMappingList ?? []) {
-          const tags = Object.fromEntries(
-            (mapping.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']),
-          );
-          const uid = tags[ownershipTags.serviceUid];
-          if (uid) owners.set(uid, tags[ownershipTags.service] ?? '');
-        }
-        token = page.PaginationToken || undefined;
-      } while (token !== undefined);
-    } catch (error) {
-      throw translateAwsError(error, 'list resources by cluster tag');
+    for await (const { tags } of this.tagged([], 'list resources by cluster tag')) {
+      const uid = tags[ownershipTags.serviceUid];
+      if (uid) owners.set(uid, tags[ownershipTags.service] ?? '');
     }
     return owners;
   }
@@ -292,6 +270,26 @@ export class NlbProvider implements LoadBalancerProvider {
       targetGroupArns: new Set(recorded.targetGroupArns),
       securityGroupIds: new Set(recorded.securityGroupIds),
     };
+    const byUid = [{ Key: ownershipTags.serviceUid, Values: [service.metadata?.uid ?? ''] }];
+    for await (const { arn } of this.tagged(byUid, 'find resources by tags')) {
+      if (arn.includes(':loadbalancer/')) found.loadBalancerArns.add(arn);
+      else if (arn.includes(':targetgroup/')) found.targetGroupArns.add(arn);
+      else if (arn.includes(':security-group/')) {
+        found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
+      }
+    }
+    return {
+      loadBalancerArns: [...found.loadBalancerArns],
+      targetGroupArns: [...found.targetGroupArns],
+      securityGroupIds: [...found.securityGroupIds],
+    };
+  }
+
+  /** Our NLBs, target groups and security groups carrying the cluster tag (and `filters`), all pages. */
+  private async *tagged(
+    filters: { Key: string; Values: string[] }[],
+    action: string,
+  ): AsyncGenerator<{ arn: string; tags: Record<string, string> }> {
     let token: string | undefined;
     try {
       do {
@@ -299,7 +297,7 @@ export class NlbProvider implements LoadBalancerProvider {
           new GetResourcesCommand({
             TagFilters: [
               { Key: ownershipTags.cluster, Values: [this.settings.clusterName] },
-              { Key: ownershipTags.serviceUid, Values: [service.metadata?.uid ?? ''] },
+              ...filters,
             ],
             ResourceTypeFilters: [
               'elasticloadbalancing:loadbalancer',
@@ -310,22 +308,16 @@ export class NlbProvider implements LoadBalancerProvider {
           }),
         );
         for (const mapping of page.ResourceTagMappingList ?? []) {
-          const arn = mapping.ResourceARN ?? '';
-          if (arn.includes(':loadbalancer/')) found.loadBalancerArns.add(arn);
-          else if (arn.includes(':targetgroup/')) found.targetGroupArns.add(arn);
-          else if (arn.includes(':security-group/'))
-            found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
+          yield {
+            arn: mapping.ResourceARN ?? '',
+            tags: Object.fromEntries((mapping.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])),
+          };
         }
         token = page.PaginationToken || undefined;
       } while (token !== undefined);
     } catch (error) {
-      throw translateAwsError(error, 'find resources by tags');
+      throw translateAwsError(error, action);
     }
-    return {
-      loadBalancerArns: [...found.loadBalancerArns],
-      targetGroupArns: [...found.targetGroupArns],
-      securityGroupIds: [...found.securityGroupIds],
-    };
   }
 
   /** Annotations for naming only: a bad annotation falls back to defaults here (Ensure reports it). */
