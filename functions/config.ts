@@ -67,6 +67,8 @@ export const controllerConfigSchema = z
     backoffMaxSeconds: z.int().min(1).max(900).default(300),
     /** How long a sync may hold a key; longer than the function timeout. */
     leaseSeconds: z.int().min(10).max(900).default(120),
+    /** ELBv2 calls per second this controller may spend; sets the work queue's concurrency. */
+    elbv2CallsPerSecond: z.int().min(1).max(1000).default(20),
     /** How long orphaned resources (no Service, no state) are left alone before the sweep deletes them. */
     orphanGraceSeconds: z.int().min(0).default(900),
     aws: z

@@ -1,0 +1,20 @@
+/**
+ * ELBv2 throttles per account and Region, so the fleet's concurrency is what bounds its call rate:
+ * a per-process limiter does not (DESIGN §3). One worker makes its ELBv2 calls one after another,
+ * each capped by the client-side limits (RegisterTargets 4/s, Modify 3/s): in practice at most
+ * about this many calls per second.
+ */
+export const elbv2CallsPerSecondPerWorker = 4;
+
+/** AWS's floor for an SQS event source mapping's MaximumConcurrency. */
+const minimumConcurrency = 2;
+const maximumConcurrency = 1000;
+
+/**
+ * The work queue's event source mapping maximum concurrency for a budget of ELBv2 calls per second
+ * that this controller may use (leave the rest of the account's bucket to other tools).
+ */
+export function eventSourceMaxConcurrency(elbv2CallsPerSecondBudget: number): number {
+  const workers = Math.floor(elbv2CallsPerSecondBudget / elbv2CallsPerSecondPerWorker);
+  return Math.min(maximumConcurrency, Math.max(minimumConcurrency, workers));
+}
