@@ -1,0 +1,184 @@
+import { createServer, type Server } from 'node:http';
+import { CoreV1Api, type KubeConfig, type V1Node, type V1Service } from '@kubernetes/client-node';
+import type { ClaimPolicy } from '../core/claim';
+import {
+  nodeChangeAffectsHosts,
+  shouldEnqueueServiceAdd,
+  shouldEnqueueServiceDelete,
+  shouldEnqueueServiceUpdate,
+} from '../core/enqueue-filters';
+import type { NodePolicy } from '../core/node-policy';
+import type { Node, Service } from '../core/objects';
+import type { WorkMessage } from '../runtime/messages';
+import { nodeFingerprint, serviceFingerprint } from './fingerprints';
+import { Publisher } from './publisher';
+import { ResourceWatch } from './resource-watch';
+
+export interface ForwarderOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly claim: ClaimPolicy;
+  readonly nodePolicy: NodePolicy;
+  /** Sends a batch of at most 10 messages to the work queue. */
+  readonly send: (messages: WorkMessage[]) => Promise<void>;
+  readonly bufferCapacity?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly log?: (
+    level: 'info' | 'warn' | 'error',
+    message: string,
+    fields?: Record<string, unknown>,
+  ) => void;
+}
+
+/**
+ * The in-cluster forwarder: watches Services and Nodes, applies the core's enqueue filters (S1, S2
+ * and the node-membership filter) to compact fingerprints, and publishes keys to the work queue.
+ */
+export class Forwarder {
+  readonly publisher: Publisher;
+  readonly services: ResourceWatch<V1Service, Service>;
+  readonly nodes: ResourceWatch<V1Node, Node>;
+  filtered = 0;
+  private server: Server | undefined;
+
+  constructor(options: ForwarderOptions) {
+    const sleep =
+      options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    const log = options.log ?? (() => undefined);
+    const api = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.publisher = new Publisher(options.send, {
+      capacity: options.bufferCapacity ?? 10_000,
+      maxBackoffMs: 30_000,
+      sleep,
+      onSendError: (error) =>
+        log('warn', 'sending to the work queue failed; will retry', { error: String(error) }),
+    });
+    const enqueue = async (message: WorkMessage | undefined) => {
+      if (message === undefined) {
+        this.filtered++;
+        return;
+      }
+      await this.publisher.enqueue(message);
+    };
+    this.services = new ResourceWatch<V1Service, Service>({
+      kubeConfig: options.kubeConfig,
+      path: '/api/v1/services',
+      listPage: (limit, token) =>
+        api.listServiceForAllNamespaces({ limit, ...(token ? { _continue: token } : {}) }),
+      keyOf: (s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`,
+      fingerprint: (s) => serviceFingerprint(s, options.claim),
+      onChange: (key, old, current) => {
+        const wanted =
+          current === undefined
+            ? old !== undefined && shouldEnqueueServiceDelete(old, options.claim)
+            : old === undefined
+              ? shouldEnqueueServiceAdd(current, options.claim)
+              : shouldEnqueueServiceUpdate(old, current, options.claim);
+        const reason = current === undefined ? 'deleted' : old === undefined ? 'added' : 'updated';
+        return enqueue(wanted ? { v: 1, kind: 'service', key, reason } : undefined);
+      },
+      sleep,
+      onRestart: (error) => log('warn', 'service watch restarting', { error: String(error) }),
+    });
+    this.nodes = new ResourceWatch<V1Node, Node>({
+      kubeConfig: options.kubeConfig,
+      path: '/api/v1/nodes',
+      listPage: (limit, token) => api.listNode({ limit, ...(token ? { _continue: token } : {}) }),
+      keyOf: (n) => n.metadata?.name ?? '',
+      fingerprint: nodeFingerprint,
+      onChange: (key, old, current) =>
+        enqueue(
+          nodeChangeAffectsHosts(old, current, options.nodePolicy)
+            ? {
+                v: 1,
+                kind: 'node',
+                reason: `node ${key} ${current === undefined ? 'deleted' : old === undefined ? 'added' : 'changed'}`,
+              }
+            : undefined,
+        ),
+      sleep,
+      onRestart: (error) => log('warn', 'node watch restarting', { error: String(error) }),
+    });
+  }
+
+  get ready(): boolean {
+    return this.services.ready && this.nodes.ready;
+  }
+
+  start(): void {
+    this.publisher.start();
+    this.services.start();
+    this.nodes.start();
+  }
+
+  /** Graceful stop (SIGTERM): stop watching, then deliver what is pending. Returns what was left. */
+  async stop(flushTimeoutMs = 20_000): Promise<number> {
+    await Promise.all([this.services.stop(), this.nodes.stop()]);
+    const left = await this.publisher.stop(flushTimeoutMs);
+    await new Promise<void>((resolve) =>
+      this.server ? this.server.close(() => resolve()) : resolve(),
+    );
+    return left;
+  }
+
+  /** `/healthz`, `/readyz` (both initial lists done) and `/metrics` (Prometheus text). */
+  listen(port: number, host = '0.0.0.0'): Promise<number> {
+    this.server = createServer((req, res) => {
+      if (req.url === '/healthz') return res.writeHead(200).end('ok\n');
+      if (req.url === '/readyz')
+        return res.writeHead(this.ready ? 200 : 503).end(this.ready ? 'ready\n' : 'listing\n');
+      if (req.url === '/metrics') {
+        return res
+          .writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' })
+          .end(this.metricsText());
+      }
+      res.writeHead(404).end();
+    });
+    return new Promise((resolve) => {
+      this.server?.listen(port, host, () => {
+        const address = this.server?.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  metricsText(): string {
+    const lines: string[] = [];
+    const metric = (
+      name: string,
+      type: 'counter' | 'gauge',
+      help: string,
+      samples: [string, number][],
+    ) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+    };
+    metric('forwarder_events_seen_total', 'counter', 'Watch events received.', [
+      ['{resource="services"}', this.services.eventsSeen],
+      ['{resource="nodes"}', this.nodes.eventsSeen],
+    ]);
+    metric('forwarder_messages_forwarded_total', 'counter', 'Messages the work queue accepted.', [
+      ['', this.publisher.metrics.forwarded],
+    ]);
+    metric('forwarder_events_filtered_total', 'counter', 'Changes that needed no work.', [
+      ['', this.filtered],
+    ]);
+    metric(
+      'forwarder_send_failures_total',
+      'counter',
+      'Failed sends to the work queue (retried).',
+      [['', this.publisher.metrics.sendFailures]],
+    );
+    metric('forwarder_buffer_depth', 'gauge', 'Keys waiting to be sent.', [
+      ['', this.publisher.depth],
+    ]);
+    metric('forwarder_watch_restarts_total', 'counter', 'Watch restarts after errors.', [
+      ['{resource="services"}', this.services.restarts],
+      ['{resource="nodes"}', this.nodes.restarts],
+    ]);
+    metric('forwarder_objects_known', 'gauge', 'Objects whose fingerprint is held.', [
+      ['{resource="services"}', this.services.size],
+      ['{resource="nodes"}', this.nodes.size],
+    ]);
+    return `${lines.join('\n')}\n`;
+  }
+}

@@ -1,0 +1,58 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { SqsWorkQueue } from '../aws/sqs-work-queue';
+import { forwarderConfigFromEnvironment } from './config';
+import { Forwarder } from './forwarder';
+
+/** The forwarder process: in-cluster credentials, SQS from Pod Identity / IRSA, stop on SIGTERM. */
+function log(
+  level: 'info' | 'warn' | 'error',
+  message: string,
+  fields: Record<string, unknown> = {},
+): void {
+  process.stdout.write(
+    `${JSON.stringify({ level, message, time: new Date().toISOString(), ...fields })}\n`,
+  );
+}
+
+const config = forwarderConfigFromEnvironment(process.env);
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromDefault();
+const queue = new SqsWorkQueue(
+  new SQSClient({
+    region: config.region,
+    ...(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {}),
+  }),
+  config.queueUrl,
+);
+const forwarder = new Forwarder({
+  kubeConfig,
+  claim: { loadBalancerClass: config.loadBalancerClass, claimClassless: config.claimClassless },
+  nodePolicy: config.nodePolicy,
+  send: (messages) => queue.send(messages),
+  bufferCapacity: config.bufferCapacity,
+  log,
+});
+forwarder.start();
+const port = await forwarder.listen(config.port);
+log('info', 'forwarder started', {
+  port,
+  queueUrl: config.queueUrl,
+  loadBalancerClass: config.loadBalancerClass,
+});
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    log('info', 'stopping: delivering what is pending', {
+      signal,
+      pending: forwarder.publisher.depth,
+    });
+    void forwarder.stop().then((left) => {
+      log(left === 0 ? 'info' : 'error', 'stopped', { undelivered: left });
+      process.exit(left === 0 ? 0 : 1);
+    });
+  });
+}

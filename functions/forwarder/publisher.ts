@@ -1,0 +1,97 @@
+import type { WorkMessage } from '../runtime/messages';
+
+export interface PublisherMetrics {
+  forwarded: number;
+  sendFailures: number;
+}
+
+export interface PublisherOptions {
+  /** Distinct pending keys held before enqueue waits (back-pressure on the watch). */
+  readonly capacity: number;
+  readonly maxBackoffMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly onSendError?: (error: unknown) => void;
+}
+
+/**
+ * A bounded buffer of work messages keyed by what they are about: a Service key already pending
+ * is not sent twice, and node triggers coalesce into one. A loop sends batches of 10; a batch SQS
+ * does not take stays pending and is retried with capped, jittered backoff (at-least-once). When
+ * the buffer is full, `enqueue` waits, which slows the watch rather than dropping work.
+ */
+export class Publisher {
+  readonly metrics: PublisherMetrics = { forwarded: 0, sendFailures: 0 };
+  private readonly pending = new Map<string, WorkMessage>();
+  private readonly spaceWaiters: (() => void)[] = [];
+  private wake: (() => void) | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly send: (messages: WorkMessage[]) => Promise<void>,
+    private readonly options: PublisherOptions,
+  ) {}
+
+  get depth(): number {
+    return this.pending.size;
+  }
+
+  async enqueue(message: WorkMessage): Promise<void> {
+    const id = message.kind === 'node' ? 'node' : `${message.kind}:${message.key}`;
+    while (!this.pending.has(id) && this.pending.size >= this.options.capacity) {
+      await new Promise<void>((resolve) => this.spaceWaiters.push(resolve));
+    }
+    this.pending.set(id, message);
+    this.wake?.();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops after sending what is pending, or after `timeoutMs`; returns how many were left. */
+  async stop(timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pending.size > 0 && Date.now() < deadline) {
+      this.wake?.();
+      await this.options.sleep(50);
+    }
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    return this.pending.size;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      if (this.pending.size === 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        this.wake = undefined;
+        continue;
+      }
+      const batch = [...this.pending.entries()].slice(0, 10);
+      try {
+        await this.send(batch.map(([, message]) => message));
+        for (const [id, message] of batch) {
+          // A newer message for the same id arrived meanwhile: keep that one.
+          if (this.pending.get(id) === message) this.pending.delete(id);
+        }
+        this.metrics.forwarded += batch.length;
+        failures = 0;
+        while (this.spaceWaiters.length > 0 && this.pending.size < this.options.capacity)
+          this.spaceWaiters.shift()?.();
+      } catch (error) {
+        failures++;
+        this.metrics.sendFailures++;
+        this.options.onSendError?.(error);
+        const ceiling = Math.min(this.options.maxBackoffMs, 100 * 2 ** Math.min(failures, 10));
+        await this.options.sleep(ceiling / 2 + Math.random() * (ceiling / 2));
+      }
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+
+export interface ListPage<T> {
+  readonly items: T[];
+  readonly metadata?:
+    | { readonly resourceVersion?: string | undefined; readonly _continue?: string | undefined }
+    | undefined;
+}
+
+export interface ResourceWatchOptions<T, F> {
+  readonly kubeConfig: KubeConfig;
+  /** Watch path, e.g. `/api/v1/services`. */
+  readonly path: string;
+  /** One page of the list; `limit` keeps memory flat on large clusters. */
+  readonly listPage: (limit: number, continueToken: string | undefined) => Promise<ListPage<T>>;
+  readonly keyOf: (object: T) => string;
+  readonly fingerprint: (object: T) => F;
+  /** Called for every change in order (add: old undefined; delete: current undefined); may wait (back-pressure). */
+  readonly onChange: (key: string, old: F | undefined, current: F | undefined) => Promise<void>;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly onRestart?: (error: unknown) => void;
+  readonly pageSize?: number;
+  readonly maxBackoffMs?: number;
+}
+
+interface WatchObject {
+  metadata?: { resourceVersion?: string; name?: string; namespace?: string };
+  code?: number;
+}
+
+/**
+ * List-then-watch for one resource, holding only fingerprints (never whole objects). A watch that
+ * ends resumes from the last resourceVersion; 410 Gone re-lists, and the re-list is compared with
+ * what was known, so changes made during the gap, deletions included, still reach `onChange`.
+ * Any other error restarts with capped, jittered backoff. Unlike client-node's informer, which
+ * stops on errors and caches whole objects, it never gives up and stays small.
+ */
+export class ResourceWatch<T extends WatchObject, F> {
+  private readonly known = new Map<string, F>();
+  private resourceVersion = '';
+  private running = false;
+  private abort: AbortController | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private loop: Promise<void> | undefined;
+  ready = false;
+  restarts = 0;
+  eventsSeen = 0;
+
+  constructor(private readonly options: ResourceWatchOptions<T, F>) {}
+
+  get size(): number {
+    return this.known.size;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.abort?.abort();
+    await this.loop;
+    await this.chain;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        if (this.resourceVersion === '') await this.relist();
+        await this.watchOnce();
+        failures = 0;
+      } catch (error) {
+        if (!this.running) break;
+        failures++;
+        this.restarts++;
+        this.options.onRestart?.(error);
+        const ceiling = Math.min(
+          this.options.maxBackoffMs ?? 30_000,
+          1000 * 2 ** Math.min(failures - 1, 10),
+        );
+        await this.options.sleep(ceiling / 2 + Math.random() * (ceiling / 2));
+      }
+    }
+  }
+
+  /** Lists every page, then reports what changed against what was known (all adds the first time). */
+  private async relist(): Promise<void> {
+    const seen = new Map<string, F>();
+    let token: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.options.listPage(this.options.pageSize ?? 500, token);
+      for (const object of page.items)
+        seen.set(this.options.keyOf(object), this.options.fingerprint(object));
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      token = page.metadata?._continue || undefined;
+    } while (token !== undefined);
+    for (const [key, current] of seen) {
+      const old = this.known.get(key);
+      this.known.set(key, current);
+      await this.options.onChange(key, old, current);
+    }
+    for (const [key, old] of [...this.known]) {
+      if (seen.has(key)) continue;
+      this.known.delete(key);
+      await this.options.onChange(key, old, undefined);
+    }
+    this.resourceVersion = resourceVersion;
+    this.ready = true;
+  }
+
+  private async watchOnce(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const done = (error: unknown) => {
+        if (error === null || error === undefined) return resolve();
+        const status = (error as { statusCode?: number }).statusCode;
+        if (status === 410) {
+          this.resourceVersion = '';
+          return resolve();
+        }
+        // client-node ends a quiet watch after 30 s; resume from where we are.
+        if ((error as { name?: string }).name === 'TimeoutError') return resolve();
+        reject(error instanceof Error ? error : new Error(JSON.stringify(error)));
+      };
+      new Watch(this.options.kubeConfig)
+        .watch(
+          this.options.path,
+          { resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
+          (type: string, object: T) => this.handle(type, object),
+          done,
+        )
+        .then((controller) => {
+          this.abort = controller;
+          if (!this.running) controller.abort();
+        }, reject);
+    });
+    // Everything the watch delivered is forwarded before it is resumed.
+    await this.chain;
+  }
+
+  private handle(type: string, object: T): void {
+    this.eventsSeen++;
+    if (type === 'ERROR') {
+      // An in-stream 410: the stream ends next; re-list then.
+      if (object.code === 410) this.resourceVersion = '';
+      return;
+    }
+    if (type !== 'BOOKMARK') {
+      const key = this.options.keyOf(object);
+      const old = this.known.get(key);
+      if (type === 'DELETED') {
+        this.known.delete(key);
+        const last = old ?? this.options.fingerprint(object);
+        this.chain = this.chain.then(() => this.options.onChange(key, last, undefined));
+      } else {
+        const current = this.options.fingerprint(object);
+        this.known.set(key, current);
+        this.chain = this.chain.then(() => this.options.onChange(key, old, current));
+      }
+    }
+    const version = object.metadata?.resourceVersion;
+    if (version) this.resourceVersion = version;
+  }
+}
