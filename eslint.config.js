@@ -77,7 +77,7 @@ const useCaseBoundary = pureBoundary(
 );
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', 'coverage/'] },
+  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -61,7 +61,8 @@ export const controllerConfigSchema = z
     nodePolicy: z.enum(['stable', 'seed']).default('stable'),
     queueUrl: z.url(),
     tableName: z.string().min(3).max(255),
-    nodeSyncPeriodSeconds: z.int().min(60).max(3600).default(100),
+    // At most SQS's longest message delay: the period is a chain of delayed messages.
+    nodeSyncPeriodSeconds: z.int().min(60).max(900).default(100),
     sweepPeriodSeconds: z.int().min(300).max(86400).default(1800),
     backoffBaseSeconds: z.int().min(1).max(60).default(5),
     backoffMaxSeconds: z.int().min(1).max(900).default(300),

@@ -1,9 +1,13 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   GetCommand,
   PutCommand,
   ScanCommand,
+  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
@@ -175,7 +179,7 @@ export class DynamoStateStore {
       deleteService: (key) => this.deleteService(key, lease),
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: () => this.getEligibleHosts(),
-      putEligibleHosts: (hosts) => this.putEligibleHosts(hosts),
+      putEligibleHosts: (hosts) => this.putEligibleHosts(hosts, lease),
     };
   }
 
@@ -190,6 +194,8 @@ export class DynamoStateStore {
 
   /** Fenced: fails with BusyError when the lease was lost, so a late writer cannot clobber newer state. */
   async putService(record: ServiceRecord, lease: Lease): Promise<void> {
+    if (lease.pk !== servicePk(record.key))
+      throw new BusyError(`lease ${lease.pk} does not cover ${record.key}`);
     await this.fencedUpdate(
       lease,
       'SET rec = :rec, uid = :uid, hostsHash = :hash, updatedAt = :now',
@@ -269,9 +275,11 @@ export class DynamoStateStore {
 
   /**
    * Chunks are keyed by the set's hash and written before the meta item points at them, so a
-   * reader never sees half a set.
+   * reader never sees half a set. With a lease, the meta item is written in one transaction with a
+   * check that the lease is still held, so a node sync whose lease was taken over cannot replace
+   * the newer holder's set.
    */
-  async putEligibleHosts(hosts: EligibleHosts): Promise<void> {
+  async putEligibleHosts(hosts: EligibleHosts, lease?: Lease): Promise<void> {
     const chunks: string[] = [];
     let current: unknown[] = [];
     let size = 2;
@@ -296,18 +304,35 @@ export class DynamoStateStore {
         );
       }
       const previous = await this.get('hosts#meta');
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: {
-            pk: 'hosts#meta',
-            hash: hosts.hash,
-            warnedNodes: [...hosts.warnedNodes],
-            chunks: chunks.length,
-            updatedAt: this.clock.now().toISOString(),
-          },
-        }),
-      );
+      const meta = {
+        TableName: this.tableName,
+        Item: {
+          pk: 'hosts#meta',
+          hash: hosts.hash,
+          warnedNodes: [...hosts.warnedNodes],
+          chunks: chunks.length,
+          updatedAt: this.clock.now().toISOString(),
+        },
+      };
+      if (lease === undefined) {
+        await this.doc.send(new PutCommand(meta));
+      } else {
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                ConditionCheck: {
+                  TableName: this.tableName,
+                  Key: { pk: lease.pk },
+                  ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
+                  ExpressionAttributeValues: { ':owner': lease.owner, ':fence': lease.fence },
+                },
+              },
+              { Put: meta },
+            ],
+          }),
+        );
+      }
       if (previous !== undefined && previous.hash !== hosts.hash) {
         for (let i = 0; i < Number(previous.chunks ?? 0); i++) {
           await this.doc.send(
@@ -319,6 +344,11 @@ export class DynamoStateStore {
         }
       }
     } catch (error) {
+      if (error instanceof TransactionCanceledException) {
+        throw new BusyError(
+          `lease on ${lease?.pk ?? ''} was lost; not replacing the eligible host set`,
+        );
+      }
       throw retryable(error, 'store eligible hosts');
     }
   }

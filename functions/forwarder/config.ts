@@ -18,7 +18,7 @@ export const forwarderConfigSchema = controllerConfigSchema
     /** SQS endpoint override (emulators, VPC endpoints). */
     sqsEndpoint: z.url().optional(),
     /** Port of /healthz, /readyz and /metrics. */
-    port: z.int().min(1).max(65535).default(8080),
+    port: z.int().min(0).max(65535).default(8080),
     /** Distinct pending keys before the watch waits for the queue. */
     bufferCapacity: z.int().min(10).max(1_000_000).default(10_000),
   })

@@ -33,14 +33,6 @@ const forwarder = new Forwarder({
   bufferCapacity: config.bufferCapacity,
   log,
 });
-forwarder.start();
-const port = await forwarder.listen(config.port);
-log('info', 'forwarder started', {
-  port,
-  queueUrl: config.queueUrl,
-  loadBalancerClass: config.loadBalancerClass,
-});
-
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -56,3 +48,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     });
   });
 }
+
+forwarder.start();
+const port = await forwarder.listen(config.port);
+log('info', 'forwarder started', {
+  port,
+  queueUrl: config.queueUrl,
+  loadBalancerClass: config.loadBalancerClass,
+});

@@ -70,6 +70,7 @@ export class ResourceWatch<T extends WatchObject, F> {
     while (this.running) {
       try {
         if (this.resourceVersion === '') await this.relist();
+        if (!this.running) break;
         await this.watchOnce();
         failures = 0;
       } catch (error) {

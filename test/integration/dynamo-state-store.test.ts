@@ -1,0 +1,471 @@
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  DynamoStateStore,
+  leasePk,
+  servicePk,
+  type Lease,
+} from '../../functions/aws/dynamo-state-store';
+import { BusyError, RetryableError } from '../../functions/core/errors';
+import { hostSetOf, type Host } from '../../functions/core/hosts';
+import type { EligibleHosts } from '../../functions/core/node-sync-plan';
+import type { Clock, ServiceRecord } from '../../functions/sync/ports';
+import { AwsCallRecorder } from '../support/aws-calls';
+import { MotoAccount } from '../support/moto';
+
+const t0 = Date.parse('2025-03-01T12:00:00.000Z');
+const ttl = 30;
+const webPk = servicePk('default/web');
+
+/** A clock the test moves by hand, so leases expire when the test says so. */
+class ManualClock implements Clock {
+  ms = t0;
+  now(): Date {
+    return new Date(this.ms);
+  }
+  advance(seconds: number): void {
+    this.ms += seconds * 1000;
+  }
+}
+
+const account = new MotoAccount();
+let tables = 0;
+let doc: DynamoDBDocumentClient;
+let tableName: string;
+let clock: ManualClock;
+let store: DynamoStateStore;
+
+async function createTable(): Promise<string> {
+  const name = `state-${++tables}`;
+  await account.client(DynamoDBClient).send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    }),
+  );
+  return name;
+}
+
+beforeEach(async () => {
+  tableName = await createTable();
+  doc = DynamoDBDocumentClient.from(account.client(DynamoDBClient));
+  clock = new ManualClock();
+  store = new DynamoStateStore(doc, tableName, clock);
+});
+
+async function take(pk: string, owner: string, seconds = ttl): Promise<Lease> {
+  const result = await store.acquire(pk, owner, seconds);
+  if (!result.acquired) throw new Error(`expected ${owner} to take the lease on ${pk}`);
+  return result.lease;
+}
+
+function record(key: string, uid: string, hostsHash?: string): ServiceRecord {
+  const [namespace, name] = key.split('/');
+  return {
+    key,
+    uid,
+    snapshot: { metadata: { namespace, name, uid } },
+    provider: { loadBalancerArn: `arn:aws:elasticloadbalancing:us-east-1:1:loadbalancer/${uid}` },
+    ...(hostsHash !== undefined ? { hostsHash } : {}),
+    updatedAt: '2025-03-01T12:00:00.000Z',
+  };
+}
+
+/** A host whose JSON is 110 characters plus `padding`, whatever `i` is (below a million). */
+function host(i: number, padding = 0): Host {
+  const id = i.toString(16).padStart(17, '0');
+  return {
+    name: `node-${String(i).padStart(6, '0')}${'x'.repeat(padding)}`,
+    providerID: `aws:///us-east-1a/i-${id}`,
+    instanceId: `i-${id}`,
+  };
+}
+
+function eligible(hosts: readonly Host[], warnedNodes: readonly string[] = []): EligibleHosts {
+  return { ...hostSetOf(hosts), warnedNodes };
+}
+
+describe('leases', () => {
+  it('takes a free item with fence 1, no failures, and an expiry ttl seconds ahead', async () => {
+    const result = await store.acquire(webPk, 'worker-a', ttl);
+    expect(result).toEqual({
+      acquired: true,
+      lease: { pk: webPk, owner: 'worker-a', fence: 1, failures: 0 },
+    });
+    expect(await store.getItem(webPk)).toMatchObject({
+      leaseOwner: 'worker-a',
+      leaseUntil: t0 + 30_000,
+      fence: 1,
+      dirty: false,
+    });
+  });
+
+  it('refuses a held lease and marks the item dirty for the holder', async () => {
+    await take(webPk, 'worker-a');
+    clock.advance(10);
+    expect(await store.acquire(webPk, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.getItem(webPk)).toMatchObject({
+      leaseOwner: 'worker-a',
+      fence: 1,
+      dirty: true,
+    });
+  });
+
+  it('still refuses at the expiry instant and takes over one millisecond later with fence 2', async () => {
+    await take(webPk, 'worker-a');
+    clock.advance(ttl);
+    expect(await store.acquire(webPk, 'worker-b', ttl)).toEqual({ acquired: false });
+    clock.ms += 1;
+    const taken = await store.acquire(webPk, 'worker-b', ttl);
+    expect(taken).toEqual({
+      acquired: true,
+      lease: { pk: webPk, owner: 'worker-b', fence: 2, failures: 0 },
+    });
+    expect(await store.getItem(webPk)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
+  });
+
+  it('releases on finish and deletes a service item that holds nothing', async () => {
+    const lease = await take(webPk, 'worker-a');
+    expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
+    expect(await store.getItem(webPk)).toBeUndefined();
+  });
+
+  it('keeps a released item that holds a record, without lease fields, stamped with lastPassAt', async () => {
+    const lease = await take(webPk, 'worker-a');
+    await store.fencedBy(lease).putService(record('default/web', 'uid-1'));
+    clock.advance(5);
+    await store.finish(lease, 'reset', ttl);
+    const item = await store.getItem(webPk);
+    expect(item).toMatchObject({ fence: 1, failures: 0, lastPassAt: '2025-03-01T12:00:05.000Z' });
+    expect(item).not.toHaveProperty('leaseOwner');
+    expect(item).not.toHaveProperty('leaseUntil');
+  });
+
+  it('counts failures up with increment, keeps them with keep and clears them with reset', async () => {
+    let lease = await take(webPk, 'worker-a');
+    expect(await store.finish(lease, 'increment', ttl)).toEqual({ kind: 'released', failures: 1 });
+    lease = await take(webPk, 'worker-b');
+    expect(lease.failures).toBe(1);
+    expect(await store.finish(lease, 'increment', ttl)).toEqual({ kind: 'released', failures: 2 });
+    lease = await take(webPk, 'worker-c');
+    expect(await store.finish(lease, 'keep', ttl)).toEqual({ kind: 'released', failures: 2 });
+    lease = await take(webPk, 'worker-d');
+    expect(lease).toMatchObject({ fence: 4, failures: 2 });
+    expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
+    expect(await store.getItem(webPk)).toBeUndefined();
+  });
+
+  it('answers again when the item was marked dirty, clears the flag and extends the lease', async () => {
+    const lease = await take(webPk, 'worker-a');
+    await store.acquire(webPk, 'worker-b', ttl);
+    clock.advance(10);
+    expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'again' });
+    expect(await store.getItem(webPk)).toMatchObject({
+      leaseOwner: 'worker-a',
+      leaseUntil: t0 + 10_000 + 30_000,
+      fence: 1,
+      dirty: false,
+    });
+    expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
+  });
+
+  it('answers lost when the lease expired and another owner took it, leaving the new lease alone', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    await take(webPk, 'worker-b');
+    expect(await store.finish(stale, 'increment', ttl)).toEqual({ kind: 'lost' });
+    const item = await store.getItem(webPk);
+    expect(item).toMatchObject({ leaseOwner: 'worker-b', fence: 2, dirty: false });
+    expect(item).not.toHaveProperty('failures');
+  });
+
+  it('answers lost, and does not bring the item back, after the newer holder released it', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    const newer = await take(webPk, 'worker-b');
+    await store.finish(newer, 'reset', ttl);
+    expect(await store.finish(stale, 'reset', ttl)).toEqual({ kind: 'lost' });
+    expect(await store.getItem(webPk)).toBeUndefined();
+  });
+
+  it('keeps a global lease item and its bookkeeping when the lease is released', async () => {
+    const pk = leasePk('node-sync');
+    const lease = await take(pk, 'worker-a');
+    await store.setAttributes(pk, { chain: 'chain-1', lastTickAt: t0 });
+    expect(await store.finish(lease, 'keep', ttl)).toEqual({ kind: 'released', failures: 0 });
+    const item = await store.getItem(pk);
+    expect(item).toMatchObject({ pk: 'lease#node-sync', chain: 'chain-1', lastTickAt: t0 });
+    expect(item).not.toHaveProperty('leaseOwner');
+  });
+});
+
+describe('fenced writes', () => {
+  it('stores a record under the lease with uid and hostsHash copied out for scans', async () => {
+    const lease = await take(webPk, 'worker-a');
+    const written = record('default/web', 'uid-1', 'hash-1');
+    await store.fencedBy(lease).putService(written);
+    expect(await store.getService('default/web')).toEqual(written);
+    expect(await store.getItem(webPk)).toMatchObject({
+      uid: 'uid-1',
+      hostsHash: 'hash-1',
+      updatedAt: '2025-03-01T12:00:00.000Z',
+      leaseOwner: 'worker-a',
+    });
+  });
+
+  it('refuses, with BusyError, a write from a holder whose lease expired and was taken over', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    const newer = await take(webPk, 'worker-b');
+    await store.fencedBy(newer).putService(record('default/web', 'uid-new'));
+    await expect(
+      store.fencedBy(stale).putService(record('default/web', 'uid-old')),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect((await store.getService('default/web'))?.uid).toBe('uid-new');
+  });
+
+  it('refuses a write from a holder whose lease was taken over by the same owner name', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    const newer = await take(webPk, 'worker-a');
+    await store.fencedBy(newer).putService(record('default/web', 'uid-new'));
+    await expect(
+      store.fencedBy(stale).putService(record('default/web', 'uid-old')),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect((await store.getService('default/web'))?.uid).toBe('uid-new');
+  });
+
+  it('refuses a stale write after the item was removed and leased again from fence 1', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    await store.finish(await take(webPk, 'worker-b'), 'reset', ttl);
+    const fresh = await take(webPk, 'worker-c');
+    expect(fresh.fence).toBe(stale.fence);
+    await expect(
+      store.fencedBy(stale).putService(record('default/web', 'uid-old')),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect(await store.getService('default/web')).toBeUndefined();
+  });
+
+  it('refuses a stale delete with BusyError and keeps the record', async () => {
+    const stale = await take(webPk, 'worker-a');
+    await store.fencedBy(stale).putService(record('default/web', 'uid-1'));
+    clock.advance(ttl + 1);
+    await take(webPk, 'worker-b');
+    await expect(store.fencedBy(stale).deleteService('default/web')).rejects.toBeInstanceOf(
+      BusyError,
+    );
+    expect((await store.getService('default/web'))?.uid).toBe('uid-1');
+  });
+
+  it('refuses to delete a key the lease does not cover', async () => {
+    const other = servicePk('default/other');
+    const lease = await take(other, 'worker-a');
+    await store.fencedBy(lease).putService(record('default/other', 'uid-other'));
+    await expect(store.fencedBy(lease).deleteService('default/web')).rejects.toThrow(
+      'lease svc#default/other does not cover default/web',
+    );
+    expect((await store.getService('default/other'))?.uid).toBe('uid-other');
+  });
+
+  it('removes the record on delete but keeps the item until the lease is released', async () => {
+    const lease = await take(webPk, 'worker-a');
+    await store.fencedBy(lease).putService(record('default/web', 'uid-1', 'hash-1'));
+    await store.fencedBy(lease).deleteService('default/web');
+    expect(await store.getService('default/web')).toBeUndefined();
+    const held = await store.getItem(webPk);
+    expect(held).toMatchObject({ leaseOwner: 'worker-a' });
+    expect(held).not.toHaveProperty('uid');
+    expect(held).not.toHaveProperty('hostsHash');
+    await store.finish(lease, 'reset', ttl);
+    expect(await store.getItem(webPk)).toBeUndefined();
+  });
+
+  // Node sync writes the host set through the lease port: a taken-over holder must not win.
+  it('refuses a host-set write from a node-sync holder whose lease was taken over', async () => {
+    const pk = leasePk('node-sync');
+    const stale = await take(pk, 'worker-a');
+    clock.advance(ttl + 1);
+    const newer = await take(pk, 'worker-b');
+    const current = eligible([host(1), host(2)]);
+    await store.fencedBy(newer).putEligibleHosts(current);
+    await expect(
+      store.fencedBy(stale).putEligibleHosts(eligible([host(1)])),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect((await store.getEligibleHosts())?.hash).toBe(current.hash);
+  });
+
+  it('refuses to store a record for a key the lease does not cover', async () => {
+    const lease = await take(servicePk('default/other'), 'worker-a');
+    await expect(
+      store.fencedBy(lease).putService(record('default/web', 'uid-web')),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect(await store.getService('default/other')).toBeUndefined();
+  });
+});
+
+describe('scans', () => {
+  async function storeRecord(key: string, uid: string, hostsHash?: string): Promise<void> {
+    const lease = await take(servicePk(key), `writer-${uid}`);
+    await store.fencedBy(lease).putService(record(key, uid, hostsHash));
+    await store.finish(lease, 'reset', ttl);
+  }
+
+  it('lists the host hash of every service with a record, and nothing else', async () => {
+    await storeRecord('default/a', 'uid-a', 'hash-a');
+    await storeRecord('default/b', 'uid-b');
+    await take(servicePk('default/held'), 'worker-x');
+    await take(leasePk('node-sync'), 'worker-y');
+    await store.putEligibleHosts(eligible([host(1)]));
+    const listed = await store.listServiceHosts();
+    expect(listed.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
+      { key: 'default/a', hostsHash: 'hash-a' },
+      { key: 'default/b', hostsHash: undefined },
+    ]);
+  });
+
+  it('lists every service item with record presence, failures, dirty flag and lease expiry', async () => {
+    await storeRecord('default/a', 'uid-a', 'hash-a');
+    const failing = await take(servicePk('default/b'), 'worker-b');
+    await store.finish(failing, 'increment', ttl);
+    await take(servicePk('default/c'), 'worker-c');
+    await store.acquire(servicePk('default/c'), 'worker-d', ttl);
+    await take(leasePk('sweep'), 'worker-e');
+    const items = await store.listServiceItems();
+    expect(items.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
+      { key: 'default/a', uid: 'uid-a', hasRecord: true, failures: 0, dirty: false },
+      { key: 'default/b', hasRecord: false, failures: 1, dirty: false },
+      { key: 'default/c', hasRecord: false, failures: 0, dirty: true, leaseUntil: t0 + 30_000 },
+    ]);
+  });
+});
+
+describe('eligible hosts', () => {
+  it('has no host set before one is stored', async () => {
+    expect(await store.getEligibleHosts()).toBeUndefined();
+  });
+
+  it('stores a small set in one chunk keyed by its hash and reads it back with the warned nodes', async () => {
+    const set = eligible([host(1), host(2), host(3)], ['fargate-node']);
+    await store.putEligibleHosts(set);
+    expect(await store.getEligibleHosts()).toEqual(set);
+    expect(await store.getItem('hosts#meta')).toMatchObject({
+      hash: set.hash,
+      chunks: 1,
+      warnedNodes: ['fargate-node'],
+      updatedAt: '2025-03-01T12:00:00.000Z',
+    });
+    expect(await store.getItem(`hosts#chunk#${set.hash}#0`)).toBeDefined();
+  });
+
+  it('splits a set larger than one item into chunks that each fit and reads it back in order', async () => {
+    // Each host is 240 characters of JSON: 6000 hosts are about 1.4 MB, far over the 400 KB item limit.
+    const hosts = Array.from({ length: 6000 }, (_, i) => host(i, 130));
+    expect(JSON.stringify(hosts[0]).length).toBe(240);
+    const set = eligible(hosts);
+    await store.putEligibleHosts(set);
+    const meta = await store.getItem('hosts#meta');
+    // 350 000 bytes per chunk at 241 bytes per host: 1452 hosts per chunk, so five chunks.
+    expect(meta?.chunks).toBe(5);
+    for (let i = 0; i < 5; i++) {
+      const chunk = await store.getItem(`hosts#chunk#${set.hash}#${i}`);
+      expect(Buffer.byteLength(String(chunk?.hosts))).toBeLessThanOrEqual(350_000);
+    }
+    const read = await store.getEligibleHosts();
+    expect(read?.hosts).toHaveLength(6000);
+    expect(read?.hosts.map((h) => h.name)).toEqual(set.hosts.map((h) => h.name));
+    expect(read?.hash).toBe(set.hash);
+  });
+
+  it('deletes the previous set’s chunks when a set with another hash replaces it', async () => {
+    const before = eligible([host(1)]);
+    const after = eligible([host(1), host(2)]);
+    await store.putEligibleHosts(before);
+    await store.putEligibleHosts(after);
+    expect(await store.getItem(`hosts#chunk#${before.hash}#0`)).toBeUndefined();
+    expect(await store.getItem(`hosts#chunk#${after.hash}#0`)).toBeDefined();
+    expect(await store.getEligibleHosts()).toEqual(after);
+  });
+
+  it('keeps the chunks when the same set is stored again with other warned nodes', async () => {
+    const set = eligible([host(1)]);
+    await store.putEligibleHosts(set);
+    await store.putEligibleHosts({ ...set, warnedNodes: ['node-x'] });
+    expect(await store.getEligibleHosts()).toEqual({ ...set, warnedNodes: ['node-x'] });
+  });
+
+  it('reports a set whose chunk is missing (being rewritten) as retryable', async () => {
+    const set = eligible([host(1)]);
+    await store.putEligibleHosts(set);
+    await doc.send(
+      new DeleteCommand({ TableName: tableName, Key: { pk: `hosts#chunk#${set.hash}#0` } }),
+    );
+    await expect(store.getEligibleHosts()).rejects.toThrow(
+      new RetryableError('eligible host set is being rewritten'),
+    );
+  });
+});
+
+describe('bookkeeping attributes', () => {
+  it('sets plain attributes, including names with "#", without touching the lease', async () => {
+    const pk = leasePk('sweep');
+    await take(pk, 'worker-a');
+    await store.setAttributes(pk, {
+      lastRunAt: '2025-03-01T12:00:00.000Z',
+      'orphan#uid-1': t0,
+      enabled: true,
+    });
+    expect(await store.getItem(pk)).toMatchObject({
+      leaseOwner: 'worker-a',
+      fence: 1,
+      lastRunAt: '2025-03-01T12:00:00.000Z',
+      'orphan#uid-1': t0,
+      enabled: true,
+    });
+  });
+});
+
+describe('table failures', () => {
+  function failingStore(): { recorder: AwsCallRecorder; failing: DynamoStateStore } {
+    const recorder = new AwsCallRecorder();
+    const client = recorder.attach(account.client(DynamoDBClient, { maxAttempts: 1 }));
+    return {
+      recorder,
+      failing: new DynamoStateStore(DynamoDBDocumentClient.from(client), tableName, clock),
+    };
+  }
+
+  it('reports a server error while reading as a RetryableError naming the action', async () => {
+    const { recorder, failing } = failingStore();
+    recorder.injectFault({ operation: 'GetItem', kind: 'server-error', times: 1 });
+    const error = await failing.getService('default/web').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as RetryableError).message).toBe(
+      'state table: read state: Internal failure (injected)',
+    );
+    expect(recorder.count('GetItem', 'DynamoDB')).toBe(1);
+  });
+
+  it('reports throttling while taking a lease as a RetryableError, not as a lease held', async () => {
+    const { recorder, failing } = failingStore();
+    recorder.injectFault({ operation: 'UpdateItem', kind: 'throttle', times: 1 });
+    await expect(failing.acquire(webPk, 'worker-a', ttl)).rejects.toThrow(
+      'state table: take lease: Rate exceeded (injected)',
+    );
+    expect(await store.getItem(webPk)).toBeUndefined();
+  });
+
+  it('reports a failed chunk write as retryable and leaves the stored set in place', async () => {
+    const before = eligible([host(1)]);
+    await store.putEligibleHosts(before);
+    const { recorder, failing } = failingStore();
+    recorder.injectFault({ operation: 'PutItem', kind: 'server-error', times: 1 });
+    await expect(failing.putEligibleHosts(eligible([host(2)]))).rejects.toBeInstanceOf(
+      RetryableError,
+    );
+    expect(await store.getEligibleHosts()).toEqual(before);
+  });
+});

@@ -1,0 +1,370 @@
+import { spawn } from 'node:child_process';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { buildForwarder } from '../../functions/forwarder/build';
+import { Forwarder } from '../../functions/forwarder/forwarder';
+import { AwsCallRecorder } from '../support/aws-calls';
+import { FakeKubeApiServer } from '../support/fake-kube';
+import { loadBalancerService, readyNode } from '../support/kube-objects';
+import { MotoAccount } from '../support/moto';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const claim = { loadBalancerClass: 'serverless-service-controller.io/nlb', claimClassless: true };
+
+let kube: FakeKubeApiServer;
+let api: CoreV1Api;
+let sqs: SQSClient;
+let queueUrl: string;
+let recorder: AwsCallRecorder;
+let forwarder: Forwarder;
+const received: string[] = [];
+
+async function startForwarder() {
+  forwarder = new Forwarder({
+    kubeConfig: kube.kubeConfig(),
+    claim,
+    nodePolicy: 'stable',
+    send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
+  });
+  forwarder.start();
+  await vi.waitFor(() => expect(forwarder.ready).toBe(true));
+}
+
+/** Everything on the queue so far, as `kind key|reason` lines (deleted as read). */
+async function drainQueue(): Promise<string[]> {
+  for (;;) {
+    const page = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+      }),
+    );
+    const messages = page.Messages ?? [];
+    if (messages.length === 0) return received;
+    for (const m of messages) {
+      const body = JSON.parse(m.Body ?? '{}') as { kind: string; key?: string; reason?: string };
+      received.push(`${body.kind} ${body.key ?? body.reason ?? ''}`);
+      await sqs.send(
+        new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
+      );
+    }
+  }
+}
+
+async function settle() {
+  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0));
+  return drainQueue();
+}
+
+beforeEach(async () => {
+  received.length = 0;
+  kube = await FakeKubeApiServer.start();
+  api = kube.kubeConfig().makeApiClient(CoreV1Api);
+  recorder = new AwsCallRecorder();
+  sqs = recorder.attach(new MotoAccount().client(SQSClient, { maxAttempts: 1 }));
+  queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'work' }))).QueueUrl ?? '';
+});
+
+afterEach(async () => {
+  await forwarder?.stop(1000);
+  await kube.stop();
+});
+
+describe('forwarder', () => {
+  it('forwards the add, update and delete of a LoadBalancer Service', async () => {
+    await startForwarder();
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    expect(await settle()).toEqual(['service default/web']);
+    await api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { metadata: { annotations: { a: 'b' } } } },
+      merge,
+    );
+    expect(await settle()).toEqual(['service default/web', 'service default/web']);
+    await api.deleteNamespacedService({ name: 'web', namespace: 'default' });
+    expect(await settle()).toHaveLength(3);
+  });
+
+  it('sends every LoadBalancer Service once at start (the initial list), and no ClusterIP Service', async () => {
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await api.createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'internal' }, spec: { ports: [{ port: 80 }] } },
+    });
+    await startForwarder();
+    expect(await settle()).toEqual(['service default/web']);
+  });
+
+  it('does not forward a ClusterIP Service, a status-only update, or a re-list without changes', async () => {
+    await startForwarder();
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await settle();
+    await api.createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'internal' }, spec: { ports: [{ port: 80 }] } },
+    });
+    await api.patchNamespacedServiceStatus(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: { status: { loadBalancer: { ingress: [{ hostname: 'x.elb.amazonaws.com' }] } } },
+      },
+      merge,
+    );
+    await settle();
+    // Move the revision past the service watch, compact, and drop it: a 410 and a full re-list
+    // of objects that did not change.
+    kube.store.create('nodes', '', readyNode('bump') as never);
+    kube.compact();
+    kube.dropWatches();
+    await vi.waitFor(() =>
+      expect(
+        kube.requests.filter(
+          (r) => r.path === '/api/v1/services' && r.query.get('watch') !== 'true',
+        ),
+      ).toHaveLength(2),
+    );
+    expect((await settle()).filter((l) => l.startsWith('service'))).toEqual([
+      'service default/web',
+    ]);
+    expect(forwarder.filtered).toBeGreaterThanOrEqual(3);
+  });
+
+  it('triggers node sync on node add, delete and exclusion-label change, not on a heartbeat', async () => {
+    kube.store.create('nodes', '', readyNode('n1') as never);
+    await startForwarder();
+    const nodes = async () => (await settle()).filter((l) => l.startsWith('node'));
+    expect(await nodes()).toEqual(['node node n1 added']);
+    await api.patchNodeStatus(
+      {
+        name: 'n1',
+        body: {
+          status: {
+            conditions: [
+              { type: 'Ready', status: 'True', lastHeartbeatTime: new Date().toISOString() },
+            ],
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    expect(await nodes()).toHaveLength(1);
+    await api.patchNode(
+      {
+        name: 'n1',
+        body: {
+          metadata: {
+            labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': 'true' },
+          },
+        },
+      },
+      merge,
+    );
+    expect(await nodes()).toEqual(['node node n1 added', 'node node n1 changed']);
+    await api.createNode({ body: readyNode('n2', 'i-0fedcba9876543210') });
+    await api.deleteNode({ name: 'n2' });
+    expect(await nodes()).toHaveLength(4);
+  });
+
+  it('loses nothing across a dropped watch: an update made in the gap is forwarded', async () => {
+    await startForwarder();
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await settle();
+    kube.dropWatches();
+    kube.store.patch('services', 'default', 'web', 'merge', {
+      metadata: { annotations: { changed: 'in-the-gap' } },
+    });
+    expect(
+      await vi.waitFor(async () => {
+        const lines = await settle();
+        expect(lines).toHaveLength(2);
+        return lines;
+      }),
+    ).toEqual(['service default/web', 'service default/web']);
+  });
+
+  it('loses nothing across 410 Gone: a deletion made in the gap is forwarded after the re-list', async () => {
+    await startForwarder();
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await settle();
+    kube.dropWatches();
+    kube.store.delete('services', 'default', 'web');
+    kube.compact();
+    await vi.waitFor(async () => expect(await settle()).toHaveLength(2));
+    expect(received).toEqual(['service default/web', 'service default/web']);
+    expect(forwarder.services.size).toBe(0);
+  });
+
+  it('restarts a watch that fails with an error and keeps forwarding', async () => {
+    await startForwarder();
+    kube.resetWatches();
+    await vi.waitFor(() =>
+      expect(forwarder.services.restarts + forwarder.nodes.restarts).toBeGreaterThan(0),
+    );
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await vi.waitFor(async () => expect(await settle()).toEqual(['service default/web']), {
+      timeout: 5000,
+    });
+  });
+
+  it('keeps keys pending while SQS fails and delivers every one when it recovers', async () => {
+    await startForwarder();
+    recorder.injectFault({ operation: 'SendMessageBatch', kind: 'server-error', times: 4 });
+    for (const name of ['a', 'b', 'c']) {
+      await api.createNamespacedService({ namespace: 'default', body: loadBalancerService(name) });
+    }
+    await vi.waitFor(
+      async () =>
+        expect((await settle()).sort()).toEqual([
+          'service default/a',
+          'service default/b',
+          'service default/c',
+        ]),
+      {
+        timeout: 10_000,
+      },
+    );
+    expect(forwarder.publisher.metrics.sendFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it('serves /healthz, /readyz once both lists are done, and Prometheus /metrics', async () => {
+    await startForwarder();
+    const port = await forwarder.listen(0, '127.0.0.1');
+    const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`);
+    expect((await get('/healthz')).status).toBe(200);
+    expect((await get('/readyz')).status).toBe(200);
+    const metrics = await (await get('/metrics')).text();
+    expect(metrics).toContain('# TYPE forwarder_messages_forwarded_total counter');
+    expect(metrics).toMatch(/forwarder_buffer_depth \d+/);
+    expect(metrics).toContain('forwarder_watch_restarts_total{resource="services"}');
+  });
+});
+
+/** An HTTP pass-through to `target` that holds every request until opened. */
+async function startGate(target: string) {
+  const held: (() => void)[] = [];
+  let isOpen = false;
+  const server = createServer((req, res) => {
+    const forward = () => {
+      const upstream = request(
+        `${target}${req.url ?? '/'}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(upstream);
+    };
+    if (isOpen) forward();
+    else held.push(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get held() {
+      return held.length;
+    },
+    open: () => {
+      isOpen = true;
+      for (const forward of held.splice(0)) forward();
+    },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+describe('forwarder process', () => {
+  it('delivers its pending buffer on SIGTERM before it exits', async () => {
+    // The process talks to moto's default account, so this test uses its own queue there.
+    const endpoint = inject('awsEndpoint');
+    const plain = new SQSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    });
+    const url =
+      (await plain.send(new CreateQueueCommand({ QueueName: `sigterm-${Date.now()}` }))).QueueUrl ??
+      '';
+    // SQS is reached through a gate held closed until the signal, so the buffer is full then.
+    const gate = await startGate(endpoint);
+    const dir = mkdtempSync(join(tmpdir(), 'fwd-'));
+    writeFileSync(join(dir, 'kubeconfig'), kube.kubeconfigText());
+    const names = Array.from({ length: 50 }, (_, i) => `svc-${i}`);
+    for (const name of names)
+      kube.store.create('services', 'default', loadBalancerService(name) as never);
+    // The bundle the container image runs, with plain node.
+    const bundle = join(dir, 'main.mjs');
+    await buildForwarder(bundle);
+    const child = spawn(process.execPath, [bundle], {
+      env: {
+        ...process.env,
+        KUBECONFIG: join(dir, 'kubeconfig'),
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+        CONTROLLER_CONFIG: JSON.stringify({
+          clusterName: 'c1',
+          region: 'us-east-1',
+          claimClassless: true,
+          queueUrl: url,
+          sqsEndpoint: gate.url,
+          port: 0,
+          // Unrelated settings of the shared configuration are ignored by the forwarder.
+          tableName: 'state',
+        }),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await vi.waitFor(() => expect(gate.held).toBeGreaterThan(0), { timeout: 15_000 });
+      child.kill('SIGTERM');
+      await vi.waitFor(() => expect(output).toContain('stopping: delivering what is pending'));
+      gate.open();
+      // 'close', not 'exit': stdout may still hold the last lines when the process has exited.
+      const [code] = (await once(child, 'close')) as [number];
+      expect(code, output).toBe(0);
+      expect(Number(/"pending":(\d+)/.exec(output)?.[1] ?? 0), output).toBe(names.length);
+      expect(output).toMatch(/"message":"stopped".*"undelivered":0/);
+    } finally {
+      child.kill('SIGKILL');
+      gate.close();
+    }
+    const keys = new Set<string>();
+    for (;;) {
+      const page = await plain.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: 300,
+        }),
+      );
+      if ((page.Messages ?? []).length === 0) break;
+      for (const m of page.Messages ?? [])
+        keys.add((JSON.parse(m.Body ?? '{}') as { key: string }).key);
+    }
+    expect([...keys].sort()).toEqual(names.map((n) => `default/${n}`).sort());
+  }, 30_000);
+});
