@@ -5,9 +5,9 @@ const built = [
   'controller core: pure logic and use cases (functions/core, functions/sync; docs/parity.md)',
   'AWS NLB provider (functions/aws; docs/aws-provider.md; npm run bench:calls)',
   'serverless runtime: service-sync, node-sync and sweep handlers, DynamoDB state (docs/runtime.md)',
+  'in-cluster forwarder and its manifests (docs/forwarder.md)',
 ];
 const pending = [
-  'in-cluster forwarder',
   'CDK infrastructure (infra/)',
   'local mode: embedded cluster + moto, driven by npm start',
 ];

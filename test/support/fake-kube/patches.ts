@@ -1,4 +1,4 @@
-import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { applyPatch, type Operation } from 'rfc6902';
 
 /** A JSON value as it travels over the Kubernetes API. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -26,13 +26,13 @@ export function applyMergePatch(target: Json, patch: Json): Json {
 export function applyJsonPatch(target: JsonObject, operations: Json): JsonObject {
   if (!Array.isArray(operations))
     throw new PatchError('a JSON patch must be an array of operations');
-  try {
-    const clone = structuredClone(target);
-    return fastJsonPatch.applyPatch(clone, operations as unknown as Operation[], true, true)
-      .newDocument;
-  } catch (error) {
-    throw new PatchError(`JSON patch failed: ${(error as Error).message}`);
-  }
+  // Applied to a copy and all-or-nothing, as the API server applies a JSON patch.
+  const copy = structuredClone(target);
+  const failure = applyPatch(copy, operations as unknown as Operation[]).find(
+    (result) => result !== null,
+  );
+  if (failure) throw new PatchError(`JSON patch failed: ${failure.name}: ${failure.message}`);
+  return copy;
 }
 
 /**
