@@ -16,7 +16,7 @@ import { startMotoServer } from '../test/support/moto-server';
 const serviceCount = Number(process.env.BENCH_SERVICES ?? 10_000);
 const nodeCount = Number(process.env.BENCH_NODES ?? 5_000);
 const rssTargetMiB = 100;
-const forwarderNodeFlags = ['--max-semi-space-size=1', '--max-old-space-size=96'];
+const forwarderNodeFlags = ['--max-semi-space-size=1', '--max-old-space-size=48'];
 
 /** Peak RSS (MiB) and CPU seconds of a live process, from /proc. */
 function usage(pid: number): { peakRssMiB: number; cpuSeconds: number } {
@@ -105,7 +105,7 @@ async function measure(name: string, child: ChildProcess, done: () => Promise<bo
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   while (!(await done().catch(() => false))) {
     if (child.exitCode !== null) throw new Error(`${name} exited early:\n${output.slice(-2000)}`);
-    if (Date.now() - started > 300_000) throw new Error(`${name} did not finish in 300 s`);
+    if (Date.now() - started > 300_000) throw new Error(`${name} did not finish in 300 s:\n${output.slice(-2000)}`);
     await sleep(200);
   }
   const result = usage(child.pid ?? 0);

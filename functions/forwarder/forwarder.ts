@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { CoreV1Api, type KubeConfig, type V1Node, type V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, V1Node, V1Service } from '@kubernetes/client-node';
 import type { ClaimPolicy } from '../core/claim';
 import {
   nodeChangeAffectsHosts,
@@ -12,7 +12,7 @@ import type { Node, Service } from '../core/objects';
 import type { WorkMessage } from '../runtime/messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
-import { ResourceWatch } from './resource-watch';
+import { listPage, ResourceWatch } from './resource-watch';
 
 export interface ForwarderOptions {
   readonly kubeConfig: KubeConfig;
@@ -44,7 +44,6 @@ export class Forwarder {
     const sleep =
       options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const log = options.log ?? (() => undefined);
-    const api = options.kubeConfig.makeApiClient(CoreV1Api);
     this.publisher = new Publisher(options.send, {
       capacity: options.bufferCapacity ?? 10_000,
       maxBackoffMs: 30_000,
@@ -63,7 +62,7 @@ export class Forwarder {
       kubeConfig: options.kubeConfig,
       path: '/api/v1/services',
       listPage: (limit, token) =>
-        api.listServiceForAllNamespaces({ limit, ...(token ? { _continue: token } : {}) }),
+        listPage<V1Service>(options.kubeConfig, '/api/v1/services', limit, token),
       keyOf: (s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`,
       fingerprint: (s) => serviceFingerprint(s, options.claim),
       onChange: (key, old, current) => {
@@ -82,7 +81,8 @@ export class Forwarder {
     this.nodes = new ResourceWatch<V1Node, Node>({
       kubeConfig: options.kubeConfig,
       path: '/api/v1/nodes',
-      listPage: (limit, token) => api.listNode({ limit, ...(token ? { _continue: token } : {}) }),
+      listPage: (limit, token) =>
+        listPage<V1Node>(options.kubeConfig, '/api/v1/nodes', limit, token),
       keyOf: (n) => n.metadata?.name ?? '',
       fingerprint: nodeFingerprint,
       onChange: (key, old, current) =>

@@ -16,6 +16,7 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { buildForwarder } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
+import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { FakeKubeApiServer } from '../support/fake-kube';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
@@ -241,6 +242,32 @@ describe('forwarder', () => {
       },
     );
     expect(forwarder.publisher.metrics.sendFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it('lists in pages, following the continue token to the last page', async () => {
+    for (let i = 0; i < 250; i++)
+      kube.store.create('services', 'default', {
+        metadata: { name: `s-${i}` },
+        spec: { ports: [{ port: 80 }] },
+      });
+    const first = await listPage(kube.kubeConfig(), '/api/v1/services', 100, undefined);
+    const second = await listPage(
+      kube.kubeConfig(),
+      '/api/v1/services',
+      100,
+      first.metadata?._continue,
+    );
+    const third = await listPage(
+      kube.kubeConfig(),
+      '/api/v1/services',
+      100,
+      second.metadata?._continue,
+    );
+    expect([first.items.length, second.items.length, third.items.length]).toEqual([100, 100, 50]);
+    expect(first.metadata?._continue).toBeTruthy();
+    expect(third.metadata?._continue).toBeUndefined();
+    await startForwarder();
+    expect(forwarder.services.size).toBe(250);
   });
 
   it('serves /healthz, /readyz once both lists are done, and Prometheus /metrics', async () => {
