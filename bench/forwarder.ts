@@ -105,7 +105,8 @@ async function measure(name: string, child: ChildProcess, done: () => Promise<bo
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   while (!(await done().catch(() => false))) {
     if (child.exitCode !== null) throw new Error(`${name} exited early:\n${output.slice(-2000)}`);
-    if (Date.now() - started > 300_000) throw new Error(`${name} did not finish in 300 s:\n${output.slice(-2000)}`);
+    if (Date.now() - started > 300_000)
+      throw new Error(`${name} did not finish in 300 s:\n${output.slice(-2000)}`);
     await sleep(200);
   }
   const result = usage(child.pid ?? 0);
