@@ -372,6 +372,18 @@ export class DynamoStateStore {
     );
   }
 
+  async removeAttributes(pk: string, names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { pk },
+        UpdateExpression: `REMOVE ${names.map((_, i) => `#n${i}`).join(', ')}`,
+        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
+      }),
+    );
+  }
+
   private async fencedUpdate(
     lease: Lease,
     expression: string,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import {
   ApiException,
@@ -12,7 +13,10 @@ import type { Clock, EventRecorder } from '../sync/ports';
 
 export const eventSourceComponent = 'service-controller';
 
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Writers racing on one Event each win a round; this covers any realistic number of them. */
+const maxBumpAttempts = 10;
+
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 /**
  * Records Events through the core/v1 Events API (S18). Repeats aggregate as client-go's recorder
@@ -26,6 +30,37 @@ export class KubeEventRecorder implements EventRecorder {
     private readonly clock: Clock,
     private readonly onError: (error: unknown, event: ControllerEvent) => void = () => undefined,
   ) {}
+
+  /**
+   * count + 1 as a JSON patch that first tests the count it read, so two instances bumping the
+   * same Event at once cannot both write the same number; the loser reads again.
+   */
+  private async bump(api: CoreV1Api, name: string, namespace: string, now: Date): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const existing = await api.readNamespacedEvent({ name, namespace });
+      const count = existing.count ?? 1;
+      try {
+        await api.patchNamespacedEvent(
+          {
+            name,
+            namespace,
+            body: [
+              { op: 'test', path: '/count', value: count },
+              { op: 'replace', path: '/count', value: count + 1 },
+              { op: 'add', path: '/lastTimestamp', value: now.toISOString() },
+            ],
+          },
+          jsonPatch,
+        );
+        return;
+      } catch (error) {
+        const lostRace =
+          error instanceof ApiException && (error.code === 422 || error.code === 409);
+        if (!lostRace || attempt >= maxBumpAttempts) throw error;
+        await sleep(Math.random() * 20 * attempt);
+      }
+    }
+  }
 
   async record(object: ObjectReference, event: ControllerEvent): Promise<void> {
     // Events about cluster-scoped objects (Nodes) live in "default", where kubectl describe finds them.
@@ -56,15 +91,7 @@ export class KubeEventRecorder implements EventRecorder {
         await api.createNamespacedEvent({ namespace, body });
       } catch (error) {
         if (!(error instanceof ApiException && error.code === 409)) throw error;
-        const existing = await api.readNamespacedEvent({ name, namespace });
-        await api.patchNamespacedEvent(
-          {
-            name,
-            namespace,
-            body: { count: (existing.count ?? 1) + 1, lastTimestamp: now.toISOString() },
-          },
-          merge,
-        );
+        await this.bump(api, name, namespace, now);
       }
     } catch (error) {
       this.onError(error, event);

@@ -64,6 +64,7 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
       const result = await ctx.provider.ensureLoadBalancerDeleted(owner, undefined);
       if (result.requeueAfterSeconds === undefined) {
         orphansDeleted++;
+        await ctx.store.removeAttributes(sweepLease, [marker]);
         ctx.log.info('deleted orphaned load balancer resources', { serviceKey: service, uid });
       }
     } catch (error) {

@@ -279,6 +279,8 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const second = await runSweep(world.runtime);
     expect(second).toMatchObject({ orphansSeen: 1, orphansDeleted: 1 });
     expect(await world.aws.ownedResources()).toEqual([]);
+    const sweepItem = await world.runtime.store.getItem('lease#sweep');
+    expect(Object.keys(sweepItem ?? {}).filter((k) => k.startsWith('orphan#'))).toEqual([]);
   });
 
   it('drops malformed messages without failing the rest of the batch, and counts them', async () => {
