@@ -20,18 +20,12 @@ import type {
 import { TerminalError } from '../../../functions/core/errors';
 import type { Host } from '../../../functions/core/hosts';
 import type { ServicePort } from '../../../functions/core/objects';
+import { testProviderSettings } from '../../support/nlb-settings';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 
-const settings: ProviderSettings = {
-  clusterName: 'c1',
-  vpcId: 'vpc-1',
-  backendSecurityGroupId: 'sg-backend',
-  defaultScheme: 'internal',
-  defaultSslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
-  defaultTags: {},
-};
+const settings: ProviderSettings = testProviderSettings;
 
 /** Three subnets, deliberately not in Availability Zone order. */
 const subnets: readonly SubnetRef[] = [

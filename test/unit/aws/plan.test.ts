@@ -8,16 +8,10 @@ import { planChanges, type Step } from '../../../functions/aws/model/plan';
 import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
+import { testProviderSettings } from '../../support/nlb-settings';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
 
-const settings: ProviderSettings = {
-  clusterName: 'c1',
-  vpcId: 'vpc-1',
-  backendSecurityGroupId: 'sg-backend',
-  defaultScheme: 'internal',
-  defaultSslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
-  defaultTags: {},
-};
+const settings: ProviderSettings = testProviderSettings;
 const subnets = [
   { subnetId: 'subnet-a', availabilityZone: 'us-east-1a' },
   { subnetId: 'subnet-b', availabilityZone: 'us-east-1b' },
