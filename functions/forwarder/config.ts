@@ -1,28 +1,20 @@
-import { z } from 'zod';
-import { ConfigurationError, controllerConfigSchema } from '../config';
+import * as z from 'zod/mini';
+import '../zod-messages';
+import { ConfigurationError, sharedSettings } from '../config';
 
 /**
  * The forwarder reads the same CONTROLLER_CONFIG as the functions (so class, finalizer mode and
  * node policy cannot drift apart) and uses only what it needs; the rest may be absent here.
  */
-export const forwarderConfigSchema = controllerConfigSchema
-  .pick({
-    clusterName: true,
-    region: true,
-    loadBalancerClass: true,
-    claimClassless: true,
-    nodePolicy: true,
-    queueUrl: true,
-  })
-  .extend({
-    /** SQS endpoint override (emulators, VPC endpoints). */
-    sqsEndpoint: z.url().optional(),
-    /** Port of /healthz, /readyz and /metrics. */
-    port: z.int().min(0).max(65535).default(8080),
-    /** Distinct pending keys before the watch waits for the queue. */
-    bufferCapacity: z.int().min(10).max(1_000_000).default(10_000),
-  })
-  .strip();
+export const forwarderConfigSchema = z.object({
+  ...sharedSettings,
+  /** SQS endpoint override (emulators, VPC endpoints). */
+  sqsEndpoint: z.optional(z.url()),
+  /** Port of /healthz, /readyz and /metrics. */
+  port: z._default(z.int().check(z.gte(0), z.lte(65535)), 8080),
+  /** Distinct pending keys before the watch waits for the queue. */
+  bufferCapacity: z._default(z.int().check(z.gte(10), z.lte(1_000_000)), 10_000),
+});
 
 export type ForwarderConfig = z.infer<typeof forwarderConfigSchema>;
 

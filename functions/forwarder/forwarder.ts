@@ -12,6 +12,7 @@ import type { Node, Service } from '../core/objects';
 import type { WorkMessage } from '../runtime/messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
+import { KubeHttp } from './kube-http';
 import { listPage, ResourceWatch } from './resource-watch';
 
 export interface ForwarderOptions {
@@ -38,12 +39,14 @@ export class Forwarder {
   readonly services: ResourceWatch<V1Service, Service>;
   readonly nodes: ResourceWatch<V1Node, Node>;
   filtered = 0;
+  private readonly http: KubeHttp;
   private server: Server | undefined;
 
   constructor(options: ForwarderOptions) {
     const sleep =
       options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const log = options.log ?? (() => undefined);
+    const http = (this.http = new KubeHttp(options.kubeConfig));
     this.publisher = new Publisher(options.send, {
       capacity: options.bufferCapacity ?? 10_000,
       maxBackoffMs: 30_000,
@@ -59,10 +62,9 @@ export class Forwarder {
       await this.publisher.enqueue(message);
     };
     this.services = new ResourceWatch<V1Service, Service>({
-      kubeConfig: options.kubeConfig,
+      http,
       path: '/api/v1/services',
-      listPage: (limit, token) =>
-        listPage<V1Service>(options.kubeConfig, '/api/v1/services', limit, token),
+      listPage: (limit, token) => listPage<V1Service>(http, '/api/v1/services', limit, token),
       keyOf: (s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`,
       fingerprint: (s) => serviceFingerprint(s, options.claim),
       onChange: (key, old, current) => {
@@ -79,10 +81,9 @@ export class Forwarder {
       onRestart: (error) => log('warn', 'service watch restarting', { error: String(error) }),
     });
     this.nodes = new ResourceWatch<V1Node, Node>({
-      kubeConfig: options.kubeConfig,
+      http,
       path: '/api/v1/nodes',
-      listPage: (limit, token) =>
-        listPage<V1Node>(options.kubeConfig, '/api/v1/nodes', limit, token),
+      listPage: (limit, token) => listPage<V1Node>(http, '/api/v1/nodes', limit, token),
       keyOf: (n) => n.metadata?.name ?? '',
       fingerprint: nodeFingerprint,
       onChange: (key, old, current) =>
@@ -113,6 +114,7 @@ export class Forwarder {
   /** Graceful stop (SIGTERM): stop watching, then deliver what is pending. Returns what was left. */
   async stop(flushTimeoutMs = 20_000): Promise<number> {
     await Promise.all([this.services.stop(), this.nodes.stop()]);
+    this.http.close();
     const left = await this.publisher.stop(flushTimeoutMs);
     await new Promise<void>((resolve) =>
       this.server ? this.server.close(() => resolve()) : resolve(),

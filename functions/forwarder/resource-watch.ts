@@ -1,5 +1,4 @@
-import { HttpMethod, RequestContext, Watch, type KubeConfig } from '@kubernetes/client-node';
-import { fetch } from 'undici';
+import { KubeHttpError, readWatchStream, type KubeHttp } from './kube-http';
 
 export interface ListPage<T> {
   readonly items: T[];
@@ -9,35 +8,20 @@ export interface ListPage<T> {
 }
 
 /**
- * One page of a list, as plain JSON over the same authenticated HTTP client the watch uses. The
- * typed API clients would pull client-node's generated models for every Kubernetes kind into the
- * forwarder (about 80 MiB of resident memory), for two list calls.
+ * One page of a list, as plain JSON. The typed API clients would pull client-node's generated
+ * models for every Kubernetes kind into the forwarder (about 80 MiB of resident memory), for two
+ * list calls.
  */
 export async function listPage<T>(
-  kubeConfig: KubeConfig,
+  http: KubeHttp,
   path: string,
   limit: number,
   continueToken: string | undefined,
 ): Promise<ListPage<T>> {
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (server === undefined) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(server + path);
-  url.searchParams.set('limit', String(limit));
-  if (continueToken !== undefined) url.searchParams.set('continue', continueToken);
-  const context = new RequestContext(url.toString(), HttpMethod.GET);
-  await kubeConfig.applySecurityAuthentication(context);
-  const response = await fetch(url, {
-    headers: context.getHeaders(),
-    dispatcher: context.getDispatcher(),
-  });
-  if (!response.ok) {
-    const error = new Error(`list ${path}: ${response.status} ${await response.text()}`);
-    throw Object.assign(error, { statusCode: response.status });
-  }
-  const page = (await response.json()) as {
+  const page = await http.getJson<{
     items?: T[];
     metadata?: { resourceVersion?: string; continue?: string };
-  };
+  }>(path, { limit: String(limit), continue: continueToken });
   return {
     items: page.items ?? [],
     metadata: {
@@ -48,7 +32,7 @@ export async function listPage<T>(
 }
 
 export interface ResourceWatchOptions<T, F> {
-  readonly kubeConfig: KubeConfig;
+  readonly http: KubeHttp;
   /** Watch path, e.g. `/api/v1/services`. */
   readonly path: string;
   /** One page of the list; `limit` keeps memory flat on large clusters. */
@@ -154,30 +138,34 @@ export class ResourceWatch<T extends WatchObject, F> {
   }
 
   private async watchOnce(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      const done = (error: unknown) => {
-        if (error === null || error === undefined) return resolve();
-        const status = (error as { statusCode?: number }).statusCode;
-        if (status === 410) {
-          this.resourceVersion = '';
-          return resolve();
-        }
-        // client-node ends a quiet watch after 30 s; resume from where we are.
-        if ((error as { name?: string }).name === 'TimeoutError') return resolve();
-        reject(error instanceof Error ? error : new Error(JSON.stringify(error)));
-      };
-      new Watch(this.options.kubeConfig)
-        .watch(
-          this.options.path,
-          { resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
-          (type: string, object: T) => this.handle(type, object),
-          done,
-        )
-        .then((controller) => {
-          this.abort = controller;
-          if (!this.running) controller.abort();
-        }, reject);
-    });
+    // As client-go does: the server ends the watch after a randomised 5 to 10 minutes; one still
+    // open a minute past that has a dead peer and is given up from this side.
+    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+    const abort = new AbortController();
+    this.abort = abort;
+    if (!this.running) abort.abort();
+    const deadline = setTimeout(() => abort.abort(), (timeoutSeconds + 60) * 1000);
+    try {
+      const response = await this.options.http.get(
+        this.options.path,
+        {
+          watch: 'true',
+          resourceVersion: this.resourceVersion,
+          allowWatchBookmarks: 'true',
+          timeoutSeconds: String(timeoutSeconds),
+        },
+        abort.signal,
+      );
+      await readWatchStream(response, (type, object) => this.handle(type, object as T));
+    } catch (error) {
+      if (error instanceof KubeHttpError && error.statusCode === 410) {
+        this.resourceVersion = '';
+      } else if (!abort.signal.aborted) {
+        throw error;
+      }
+    } finally {
+      clearTimeout(deadline);
+    }
     // Everything the watch delivered is forwarded before it is resumed.
     await this.chain;
   }

@@ -1,15 +1,18 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import '../zod-messages';
 
 /** Messages larger than this are not ours: ours are a few hundred bytes. */
 export const maxMessageBytes = 2048;
 
 const serviceKey = z
   .string()
-  .regex(
-    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
-    'namespace/name',
+  .check(
+    z.regex(
+      /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+      'namespace/name',
+    ),
   );
-const reason = z.string().max(200).optional();
+const reason = z.optional(z.string().check(z.maxLength(200)));
 
 /**
  * The work queue's messages (`{v, kind, key, reason}`), keys only: the sync re-reads the world (S4).
@@ -19,17 +22,15 @@ const reason = z.string().max(200).optional();
  * - `node`: a node changed (or the node-sync timer ticked); handed to node sync.
  */
 export const workMessageSchema = z.discriminatedUnion('kind', [
-  z.object({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }).strict(),
-  z.object({ v: z.literal(1), kind: z.literal('hosts'), key: serviceKey, reason }).strict(),
-  z.object({ v: z.literal(1), kind: z.literal('resync'), key: serviceKey, reason }).strict(),
-  z
-    .object({
-      v: z.literal(1),
-      kind: z.literal('node'),
-      reason,
-      chain: z.string().max(64).optional(),
-    })
-    .strict(),
+  z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
+  z.strictObject({ v: z.literal(1), kind: z.literal('hosts'), key: serviceKey, reason }),
+  z.strictObject({ v: z.literal(1), kind: z.literal('resync'), key: serviceKey, reason }),
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('node'),
+    reason,
+    chain: z.optional(z.string().check(z.maxLength(64))),
+  }),
 ]);
 
 export type WorkMessage = z.infer<typeof workMessageSchema>;

@@ -16,6 +16,7 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { buildForwarder } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
+import { KubeHttp } from '../../functions/forwarder/kube-http';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { FakeKubeApiServer } from '../support/fake-kube';
@@ -250,19 +251,11 @@ describe('forwarder', () => {
         metadata: { name: `s-${i}` },
         spec: { ports: [{ port: 80 }] },
       });
-    const first = await listPage(kube.kubeConfig(), '/api/v1/services', 100, undefined);
-    const second = await listPage(
-      kube.kubeConfig(),
-      '/api/v1/services',
-      100,
-      first.metadata?._continue,
-    );
-    const third = await listPage(
-      kube.kubeConfig(),
-      '/api/v1/services',
-      100,
-      second.metadata?._continue,
-    );
+    const http = new KubeHttp(kube.kubeConfig());
+    const first = await listPage(http, '/api/v1/services', 100, undefined);
+    const second = await listPage(http, '/api/v1/services', 100, first.metadata?._continue);
+    const third = await listPage(http, '/api/v1/services', 100, second.metadata?._continue);
+    http.close();
     expect([first.items.length, second.items.length, third.items.length]).toEqual([100, 100, 50]);
     expect(first.metadata?._continue).toBeTruthy();
     expect(third.metadata?._continue).toBeUndefined();
