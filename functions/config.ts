@@ -23,6 +23,7 @@ const endpoints = z._default(
     dynamodb: optionalUrl,
     sts: optionalUrl,
     secretsManager: optionalUrl,
+    eks: optionalUrl,
   }),
   {},
 );
@@ -32,9 +33,10 @@ const kubernetes = z.discriminatedUnion('mode', [
     mode: z.literal('eks'),
     /** The EKS cluster name (what the token's x-k8s-aws-id carries). */
     clusterName: nonEmpty,
-    endpoint: url,
+    /** With the CA below; when either is absent both are read once per instance (eks:DescribeCluster). */
+    endpoint: z.optional(url),
     /** Base64 PEM of the cluster CA, as `aws eks describe-cluster` prints it. */
-    certificateAuthorityData: nonEmpty,
+    certificateAuthorityData: z.optional(nonEmpty),
   }),
   z.strictObject({
     mode: z.literal('secret'),

@@ -1,3 +1,4 @@
+import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -29,9 +30,15 @@ export function kubernetesConnector(
     case 'eks': {
       const credentials = defaultProvider();
       let current: { token: EksToken; api: CoreV1Api } | undefined;
+      let cluster: Promise<{ endpoint: string; caData: string }> | undefined;
       return async () => {
         const now = clock.now();
         if (current === undefined || current.token.refreshAt <= now) {
+          cluster ??= clusterAccess(config, settings).catch((error: unknown) => {
+            cluster = undefined;
+            throw error;
+          });
+          const { endpoint, caData } = await cluster;
           const token = await mintEksToken({
             clusterName: settings.clusterName,
             region: config.region,
@@ -40,9 +47,7 @@ export function kubernetesConnector(
           });
           const kc = new KubeConfig();
           kc.loadFromOptions({
-            clusters: [
-              { name: 'eks', server: settings.endpoint, caData: settings.certificateAuthorityData },
-            ],
+            clusters: [{ name: 'eks', server: endpoint, caData }],
             users: [{ name: 'controller', token: token.token }],
             contexts: [{ name: 'eks', cluster: 'eks', user: 'controller' }],
             currentContext: 'eks',
@@ -74,4 +79,25 @@ export function kubernetesConnector(
       };
     }
   }
+}
+
+/** The endpoint and CA from configuration, or else from eks:DescribeCluster. */
+export async function clusterAccess(
+  config: ControllerConfig,
+  settings: { clusterName: string; endpoint?: string; certificateAuthorityData?: string },
+): Promise<{ endpoint: string; caData: string }> {
+  if (settings.endpoint !== undefined && settings.certificateAuthorityData !== undefined) {
+    return { endpoint: settings.endpoint, caData: settings.certificateAuthorityData };
+  }
+  const eks = new EKSClient({
+    region: config.region,
+    ...(config.aws.endpoints.eks ? { endpoint: config.aws.endpoints.eks } : {}),
+  });
+  const { cluster } = await eks.send(new DescribeClusterCommand({ name: settings.clusterName }));
+  const endpoint = cluster?.endpoint;
+  const caData = cluster?.certificateAuthority?.data;
+  if (endpoint === undefined || caData === undefined) {
+    throw new Error(`EKS cluster ${settings.clusterName} has no endpoint or CA yet`);
+  }
+  return { endpoint, caData };
 }

@@ -26,7 +26,7 @@ const maxPasses = 5;
  * After this many receives a retried message is replaced by a fresh delayed one, so the queue's
  * receive limit (and its DLQ) is kept for poison messages, never for throttling or a long outage.
  */
-const resendAfterReceives = 8;
+export const resendAfterReceives = 8;
 
 type KeyMode = 'service' | 'hosts' | 'resync';
 

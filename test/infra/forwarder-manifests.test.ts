@@ -14,6 +14,7 @@ describe('forwarder manifests (infra/k8s)', () => {
       configMapGenerator: { files: string[] }[];
     };
     expect(kustomization.resources.sort()).toEqual([
+      'controller-rbac.yaml',
       'deployment.yaml',
       'namespace.yaml',
       'rbac.yaml',

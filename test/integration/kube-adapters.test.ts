@@ -14,6 +14,7 @@ import {
   setHeaderOptions,
   type V1Service,
 } from '@kubernetes/client-node';
+import { CreateClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { parseConfig, type ControllerConfig } from '../../functions/config';
 import { classFinalizer, upstreamFinalizer } from '../../functions/core/claim';
@@ -26,7 +27,7 @@ import {
 import { events, type ControllerEvent } from '../../functions/core/events';
 import type { ObjectReference } from '../../functions/core/objects';
 import type { Clock } from '../../functions/sync/ports';
-import { kubernetesConnector } from '../../functions/kube/connect';
+import { clusterAccess, kubernetesConnector } from '../../functions/kube/connect';
 import { eventSourceComponent, KubeEventRecorder } from '../../functions/kube/event-recorder';
 import { ClientNodeKubernetesApi, translateKubeError } from '../../functions/kube/kubernetes-api';
 import { FakeKubeApiServer } from '../support/fake-kube';
@@ -472,6 +473,36 @@ describe('kubernetesConnector', () => {
       },
     };
   }
+
+  it('eks mode without endpoint and CA: reads both with eks:DescribeCluster', async () => {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'testing');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'testing');
+    const name = `c-${randomUUID().slice(0, 8)}`;
+    const eks = new EKSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    });
+    const created = await eks.send(
+      new CreateClusterCommand({
+        name,
+        roleArn: 'arn:aws:iam::123456789012:role/eks',
+        resourcesVpcConfig: { subnetIds: [] },
+      }),
+    );
+    const settings = { mode: 'eks' as const, clusterName: name };
+    const withEks = parseConfig({
+      ...config(settings),
+      aws: { vpcId: 'vpc-0123456789abcdef0', endpoints: { eks: endpoint } },
+    });
+    const access = await clusterAccess(withEks, settings);
+    expect(access.endpoint).toBe(created.cluster?.endpoint);
+    expect(access.caData).toBe(created.cluster?.certificateAuthority?.data);
+    expect(access.endpoint).toMatch(/^https:\/\//);
+    await expect(clusterAccess(withEks, { ...settings, clusterName: 'missing' })).rejects.toThrow(
+      /missing|not found/i,
+    );
+  });
 
   it('kubeconfig mode: talks to the cluster in the file and reuses one client', async () => {
     seedNodes(2);

@@ -134,7 +134,7 @@ describe('parseConfig', () => {
         nodeSyncPeriodSeconds: 59,
         backoffBaseSeconds: 1.5,
         aws: { vpcId: 'vpc-XYZ', endpoints: { sqs: 'not a url', s3: 'http://127.0.0.1:1' } },
-        kubernetes: { mode: 'eks', clusterName: 'prod' },
+        kubernetes: { mode: 'eks', clusterName: 'prod', endpoint: 'not a url' },
       }),
     );
     expect(namedSettings(error).sort()).toEqual([
@@ -143,12 +143,16 @@ describe('parseConfig', () => {
       'aws.endpoints.sqs',
       'aws.vpcId',
       'backoffBaseSeconds',
-      'kubernetes.certificateAuthorityData',
       'kubernetes.endpoint',
       'nodeSyncPeriodSeconds',
     ]);
     expect(error.message).toContain('"leaseSecond"');
     expect(error.message).toContain('"s3"');
+  });
+
+  it('accepts EKS mode without endpoint and CA (the functions read them with eks:DescribeCluster)', () => {
+    const config = parseConfig({ ...minimal(), kubernetes: { mode: 'eks', clusterName: 'prod' } });
+    expect(config.kubernetes).toEqual({ mode: 'eks', clusterName: 'prod' });
   });
 
   it('reports a missing kubernetes section and a missing aws section', () => {

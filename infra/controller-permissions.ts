@@ -1,0 +1,139 @@
+import type { Stack } from 'aws-cdk-lib';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { ownershipTags } from '../functions/aws/model/naming';
+
+export interface ControllerPermissionsProps {
+  readonly clusterName: string;
+  /** The cluster VPC: security groups are created only there. */
+  readonly vpcId: string;
+}
+
+/**
+ * What the service-sync function may do to ELBv2 and EC2: create only resources that carry this
+ * cluster's ownership tag, and change or delete only resources that already carry it. The condition
+ * keys are the ones AWS documents for these services: `aws:RequestTag/<key>` on create,
+ * `elasticloadbalancing:CreateAction` / `ec2:CreateAction` for tags applied by a create call,
+ * `aws:ResourceTag/<key>` on existing resources. Nothing offline can evaluate these, so
+ * test/infra/controller-stack.test.ts pins them.
+ */
+export function controllerPermissions(
+  stack: Stack,
+  props: ControllerPermissionsProps,
+): PolicyStatement[] {
+  const ours = { [`aws:ResourceTag/${ownershipTags.cluster}`]: props.clusterName };
+  const requestsOurs = { [`aws:RequestTag/${ownershipTags.cluster}`]: props.clusterName };
+  const elb = (resource: string) => stack.formatArn({ service: 'elasticloadbalancing', resource });
+  const ec2 = (resource: string) => stack.formatArn({ service: 'ec2', resource });
+  // Our NLBs and target groups are all named `k8s-…` (functions/aws/model/naming.ts).
+  const loadBalancers = elb('loadbalancer/net/k8s-*');
+  const targetGroups = elb('targetgroup/k8s-*');
+  const securityGroups = ec2('security-group/*');
+
+  return [
+    new PolicyStatement({
+      sid: 'ReadLoadBalancersAndNetwork',
+      effect: Effect.ALLOW,
+      actions: [
+        'elasticloadbalancing:DescribeLoadBalancers',
+        'elasticloadbalancing:DescribeLoadBalancerAttributes',
+        'elasticloadbalancing:DescribeListeners',
+        'elasticloadbalancing:DescribeTargetGroups',
+        'elasticloadbalancing:DescribeTargetGroupAttributes',
+        'elasticloadbalancing:DescribeTargetHealth',
+        'elasticloadbalancing:DescribeTags',
+        'ec2:DescribeSecurityGroups',
+        'ec2:DescribeSubnets',
+        'tag:GetResources',
+      ],
+      // Describe and tag:GetResources calls support no resource-level permissions in IAM.
+      resources: ['*'],
+    }),
+    new PolicyStatement({
+      sid: 'CreateOwnedLoadBalancers',
+      effect: Effect.ALLOW,
+      actions: [
+        'elasticloadbalancing:CreateLoadBalancer',
+        'elasticloadbalancing:CreateTargetGroup',
+      ],
+      resources: [loadBalancers, targetGroups],
+      conditions: { StringEquals: requestsOurs },
+    }),
+    new PolicyStatement({
+      sid: 'TagOnCreate',
+      effect: Effect.ALLOW,
+      actions: ['elasticloadbalancing:AddTags'],
+      resources: [loadBalancers, targetGroups],
+      conditions: {
+        StringEquals: {
+          'elasticloadbalancing:CreateAction': ['CreateLoadBalancer', 'CreateTargetGroup'],
+          ...requestsOurs,
+        },
+      },
+    }),
+    new PolicyStatement({
+      sid: 'ChangeOwnedLoadBalancers',
+      effect: Effect.ALLOW,
+      actions: [
+        'elasticloadbalancing:AddTags',
+        'elasticloadbalancing:RemoveTags',
+        'elasticloadbalancing:CreateListener',
+        'elasticloadbalancing:DeleteLoadBalancer',
+        'elasticloadbalancing:ModifyLoadBalancerAttributes',
+        'elasticloadbalancing:SetSecurityGroups',
+        'elasticloadbalancing:SetSubnets',
+        'elasticloadbalancing:DeleteTargetGroup',
+        'elasticloadbalancing:ModifyTargetGroup',
+        'elasticloadbalancing:ModifyTargetGroupAttributes',
+        'elasticloadbalancing:RegisterTargets',
+        'elasticloadbalancing:DeregisterTargets',
+      ],
+      resources: [loadBalancers, targetGroups],
+      conditions: { StringEquals: ours },
+    }),
+    new PolicyStatement({
+      sid: 'ChangeListenersOfOurLoadBalancers',
+      effect: Effect.ALLOW,
+      actions: [
+        'elasticloadbalancing:ModifyListener',
+        'elasticloadbalancing:DeleteListener',
+        'elasticloadbalancing:AddListenerCertificates',
+      ],
+      // Listeners carry no tags of their own, so no tag condition applies; their ARNs name the
+      // load balancer, which limits them to listeners of `k8s-…` NLBs.
+      resources: [elb('listener/net/k8s-*/*')],
+    }),
+    new PolicyStatement({
+      sid: 'CreateOwnedSecurityGroups',
+      effect: Effect.ALLOW,
+      actions: ['ec2:CreateSecurityGroup'],
+      resources: [securityGroups],
+      conditions: { StringEquals: requestsOurs },
+    }),
+    new PolicyStatement({
+      sid: 'CreateSecurityGroupsInClusterVpc',
+      effect: Effect.ALLOW,
+      actions: ['ec2:CreateSecurityGroup'],
+      resources: [ec2(`vpc/${props.vpcId}`)],
+    }),
+    new PolicyStatement({
+      sid: 'TagSecurityGroupsOnCreate',
+      effect: Effect.ALLOW,
+      actions: ['ec2:CreateTags'],
+      resources: [securityGroups],
+      conditions: { StringEquals: { 'ec2:CreateAction': 'CreateSecurityGroup', ...requestsOurs } },
+    }),
+    new PolicyStatement({
+      sid: 'ChangeOwnedSecurityGroups',
+      effect: Effect.ALLOW,
+      actions: [
+        'ec2:CreateTags',
+        'ec2:DeleteTags',
+        'ec2:AuthorizeSecurityGroupIngress',
+        'ec2:RevokeSecurityGroupIngress',
+        'ec2:DeleteSecurityGroup',
+      ],
+      resources: [securityGroups],
+      conditions: { StringEquals: ours },
+    }),
+  ];
+}

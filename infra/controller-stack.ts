@@ -1,0 +1,458 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  Peer,
+  Port,
+  SecurityGroup,
+  Subnet,
+  Vpc,
+  CfnSecurityGroupEgress,
+  CfnSecurityGroupIngress,
+  type ISecurityGroup,
+  type IVpc,
+} from 'aws-cdk-lib/aws-ec2';
+import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
+import { CfnAccessEntry, CfnPodIdentityAssociation } from 'aws-cdk-lib/aws-eks';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import {
+  Effect,
+  ManagedPolicy,
+  PolicyStatement,
+  Role,
+  ServicePrincipal,
+  SessionTagsPrincipal,
+  WebIdentityPrincipal,
+} from 'aws-cdk-lib/aws-iam';
+import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
+import { resendAfterReceives } from '../functions/runtime/process-work';
+import type { ControllerConfig } from '../functions/config';
+import { controllerPermissions } from './controller-permissions';
+import { ControllerMonitoring } from './monitoring';
+import { acknowledgeFunctionRoleWildcards } from './nag-acknowledgements';
+import type { ControllerSettings } from './settings';
+
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
+
+/** The Kubernetes group the functions' access entry maps to (bound in infra/k8s/controller-rbac.yaml). */
+export const controllerGroup = 'serverless-service-controller';
+/** Where the forwarder runs (infra/k8s). */
+export const forwarderNamespace = 'serverless-service-controller';
+export const forwarderServiceAccount = 'forwarder';
+
+/** How long one sync may run; the key's lease (`leaseSeconds`) outlasts it. */
+const syncTimeout = Duration.seconds(60);
+
+export interface ControllerStackProps extends StackProps {
+  readonly settings: ControllerSettings;
+  /** Skip the forwarder image asset (template tests; machines without Docker still synth with it). */
+  readonly withoutForwarderImage?: boolean;
+}
+
+/**
+ * Everything the controller runs in AWS: the work queue and its DLQ, the state table, the
+ * service-sync, node-sync and sweep functions and their schedules, least-privilege roles, the
+ * cluster wiring (access entry, Pod Identity), the forwarder image, a dashboard and alarms.
+ */
+export class ControllerStack extends Stack {
+  readonly queue: Queue;
+  readonly table: Table;
+
+  constructor(scope: Construct, id: string, props: ControllerStackProps) {
+    super(scope, id, props);
+    const { settings } = props;
+
+    const deadLetters = new Queue(this, 'DeadLetterQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.queue = new Queue(this, 'WorkQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // AWS's rule for a Lambda event source: at least six times the function timeout.
+      visibilityTimeout: Duration.seconds(syncTimeout.toSeconds() * 6),
+      retentionPeriod: Duration.days(4),
+      // Retries resend a fresh copy before this (functions/runtime/process-work.ts), so only a
+      // message that crashes the handler again and again reaches the DLQ.
+      deadLetterQueue: { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 },
+    });
+
+    this.table = new Table(this, 'StateTable', {
+      partitionKey: { name: 'pk', type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.AWS_MANAGED,
+      // The table holds the ARNs of live NLBs; losing it with the stack would strand them.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    // Only the VPC's ID is needed (security groups, function placement): no lookup, so the
+    // stack synthesises offline.
+    const vpc = Vpc.fromVpcAttributes(this, 'ClusterVpc', {
+      vpcId: settings.vpcId,
+      availabilityZones: this.availabilityZones,
+    });
+    const backendGroup = this.backendSecurityGroup(vpc, settings);
+    const functionPlacement = this.functionPlacement(vpc, settings);
+
+    const config: ControllerConfig = {
+      clusterName: settings.clusterName,
+      region: this.region,
+      loadBalancerClass: settings.loadBalancerClass,
+      claimClassless: settings.claimClassless,
+      nodePolicy: settings.nodePolicy,
+      queueUrl: this.queue.queueUrl,
+      tableName: this.table.tableName,
+      nodeSyncPeriodSeconds: settings.nodeSyncPeriodSeconds,
+      sweepPeriodSeconds: settings.sweepPeriodSeconds,
+      backoffBaseSeconds: 5,
+      backoffMaxSeconds: 300,
+      leaseSeconds: syncTimeout.toSeconds() * 2,
+      elbv2CallsPerSecond: settings.elbv2CallsPerSecond,
+      orphanGraceSeconds: 900,
+      aws: {
+        vpcId: settings.vpcId,
+        ...(backendGroup ? { backendSecurityGroupId: backendGroup.securityGroupId } : {}),
+        defaultScheme: settings.defaultScheme,
+        defaultSslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
+        defaultTags: settings.defaultTags,
+        endpoints: {},
+      },
+      kubernetes:
+        settings.kubernetesSecretArn !== undefined
+          ? { mode: 'secret', secretArn: settings.kubernetesSecretArn }
+          : {
+              mode: 'eks',
+              clusterName: settings.clusterName,
+              ...(settings.clusterEndpoint !== undefined &&
+              settings.clusterCertificateAuthorityData !== undefined
+                ? {
+                    endpoint: settings.clusterEndpoint,
+                    certificateAuthorityData: settings.clusterCertificateAuthorityData,
+                  }
+                : {}),
+            },
+    };
+    const environment = {
+      CONTROLLER_CONFIG: this.toJsonString(config),
+    };
+
+    const functionsRole = new Role(this, 'FunctionsRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'serverless-service-controller service-sync, node-sync and sweep',
+    });
+    const serviceSync = this.controllerFunction('ServiceSync', 'service-sync', {
+      environment,
+      role: functionsRole,
+      placement: functionPlacement,
+      timeout: syncTimeout,
+    });
+    serviceSync.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: 10,
+        maxBatchingWindow: Duration.seconds(1),
+        reportBatchItemFailures: true,
+        // The ELBv2 call budget, not Lambda's scaling, bounds how many syncs run at once.
+        maxConcurrency: eventSourceMaxConcurrency(settings.elbv2CallsPerSecond),
+      }),
+    );
+    const nodeSync = this.controllerFunction('NodeSync', 'node-sync', {
+      environment,
+      role: functionsRole,
+      placement: functionPlacement,
+      timeout: Duration.seconds(30),
+    });
+    const sweep = this.controllerFunction('Sweep', 'sweep', {
+      environment,
+      role: functionsRole,
+      placement: functionPlacement,
+      timeout: Duration.minutes(5),
+    });
+
+    // The node-sync period itself is a chain of delayed messages (docs/runtime.md); the
+    // schedule only restarts the chain when it has stopped.
+    new Rule(this, 'NodeSyncSchedule', {
+      description: 'Keeps the node-sync timer chain alive',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaFunction(nodeSync, { retryAttempts: 0 })],
+    });
+    new Rule(this, 'SweepSchedule', {
+      description: 'Drift repair, re-drive and orphan cleanup',
+      schedule: Schedule.rate(Duration.minutes(Math.ceil(settings.sweepPeriodSeconds / 60))),
+      targets: [new LambdaFunction(sweep, { retryAttempts: 0 })],
+    });
+
+    acknowledgeFunctionRoleWildcards(functionsRole);
+    if (functionPlacement !== undefined) {
+      // What AWSLambdaVPCAccessExecutionRole grants, which CDK adds only to roles it creates.
+      functionsRole.addToPrincipalPolicy(
+        new PolicyStatement({
+          sid: 'FunctionNetworkInterfaces',
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
+    }
+    this.table.grantReadWriteData(functionsRole);
+    this.queue.grantSendMessages(functionsRole);
+    for (const statement of controllerPermissions(this, settings)) {
+      functionsRole.addToPrincipalPolicy(statement);
+    }
+    if (settings.kubernetesSecretArn !== undefined) {
+      functionsRole.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: ['secretsmanager:GetSecretValue'],
+          resources: [settings.kubernetesSecretArn],
+        }),
+      );
+    } else {
+      if (settings.clusterEndpoint === undefined) {
+        functionsRole.addToPrincipalPolicy(
+          new PolicyStatement({
+            actions: ['eks:DescribeCluster'],
+            resources: [
+              this.formatArn({
+                service: 'eks',
+                resource: 'cluster',
+                resourceName: settings.clusterName,
+              }),
+            ],
+          }),
+        );
+      }
+      // The functions reach the cluster as one Kubernetes group, bound to a narrow ClusterRole
+      // (infra/k8s/controller-rbac.yaml).
+      new CfnAccessEntry(this, 'FunctionsAccessEntry', {
+        clusterName: settings.clusterName,
+        principalArn: functionsRole.roleArn,
+        kubernetesGroups: [controllerGroup],
+        type: 'STANDARD',
+      });
+    }
+
+    // Send only: not even GetQueueAttributes, which grantSendMessages would add.
+    const sendOnly = new PolicyStatement({
+      actions: ['sqs:SendMessage'],
+      resources: [this.queue.queueArn],
+    });
+    const forwarderRole = this.forwarderRole(settings);
+    if (forwarderRole !== undefined) {
+      forwarderRole.addToPrincipalPolicy(sendOnly);
+      new CfnOutput(this, 'ForwarderRoleArn', { value: forwarderRole.roleArn });
+    } else {
+      // Outside EKS: a policy to attach to whatever identity the forwarder runs as.
+      const policy = new ManagedPolicy(this, 'ForwarderSendPolicy', {
+        description: 'serverless-service-controller forwarder: sqs:SendMessage to the work queue',
+        statements: [sendOnly],
+      });
+      new CfnOutput(this, 'ForwarderPolicyArn', { value: policy.managedPolicyArn });
+    }
+
+    let forwarderImage: string | undefined;
+    if (!props.withoutForwarderImage) {
+      const image = new DockerImageAsset(this, 'ForwarderImage', {
+        directory: root,
+        file: 'functions/forwarder/Dockerfile',
+        platform: Platform.LINUX_ARM64,
+        exclude: ['**', '!package.json', '!package-lock.json', '!tsconfig.json', '!functions/**'],
+      });
+      forwarderImage = image.imageUri;
+    }
+
+    new ControllerMonitoring(this, 'Monitoring', {
+      queue: this.queue,
+      deadLetterQueue: deadLetters,
+      functions: { serviceSync, nodeSync, sweep },
+      ...(settings.alarmTopicArn !== undefined ? { alarmTopicArn: settings.alarmTopicArn } : {}),
+    });
+
+    const forwarderConfig = {
+      clusterName: settings.clusterName,
+      region: this.region,
+      loadBalancerClass: settings.loadBalancerClass,
+      claimClassless: settings.claimClassless,
+      nodePolicy: settings.nodePolicy,
+      queueUrl: this.queue.queueUrl,
+    };
+    new CfnOutput(this, 'ForwarderConfig', {
+      description: 'infra/k8s/config/controller.json (npm run k8s:configure writes it)',
+      value: this.toJsonString(forwarderConfig),
+    });
+    if (forwarderImage !== undefined) {
+      new CfnOutput(this, 'ForwarderImageUri', { value: forwarderImage });
+    }
+    new CfnOutput(this, 'WorkQueueUrl', { value: this.queue.queueUrl });
+    new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
+    new CfnOutput(this, 'StateTableName', { value: this.table.tableName });
+  }
+
+  private controllerFunction(
+    id: string,
+    entry: string,
+    options: {
+      environment: Record<string, string>;
+      role: Role;
+      placement: FunctionPlacement | undefined;
+      timeout: Duration;
+    },
+  ): NodejsFunction {
+    const logGroup = new LogGroup(this, `${id}Logs`, {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // Only the functions' own log groups: no AWSLambdaBasicExecutionRole (which allows every
+    // log group in the account).
+    options.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [logGroup.logGroupArn],
+      }),
+    );
+    return new NodejsFunction(this, id, {
+      entry: join(root, 'functions', entry, 'handler.ts'),
+      handler: 'handler',
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      timeout: options.timeout,
+      role: options.role,
+      logGroup,
+      loggingFormat: LoggingFormat.JSON,
+      environment: options.environment,
+      ...(options.placement ?? {}),
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node24',
+        minify: true,
+        sourceMap: true,
+        // client-node and its dependencies are CommonJS inside an ES module bundle.
+        banner:
+          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        // esbuild is a pinned dev dependency: never fall back to Docker bundling.
+        forceDockerBundling: false,
+      },
+    });
+  }
+
+  /**
+   * One security group every NLB carries, allowed on the node security groups for the NodePort
+   * range (and kube-proxy's health port), instead of a rule per Service on the nodes.
+   */
+  private backendSecurityGroup(
+    vpc: IVpc,
+    settings: ControllerSettings,
+  ): ISecurityGroup | undefined {
+    if (settings.nodeSecurityGroupIds.length === 0) return undefined;
+    const group = new SecurityGroup(this, 'BackendSecurityGroup', {
+      vpc,
+      description: `NLBs of serverless-service-controller for ${settings.clusterName}`,
+      allowAllOutbound: false,
+    });
+    settings.nodeSecurityGroupIds.forEach((nodeGroupId, index) => {
+      new CfnSecurityGroupEgress(this, `NlbToNodes${index}`, {
+        groupId: group.securityGroupId,
+        ipProtocol: '-1',
+        destinationSecurityGroupId: nodeGroupId,
+        description: 'NodePorts and health checks on the nodes',
+      });
+      for (const protocol of ['tcp', 'udp'] as const) {
+        new CfnSecurityGroupIngress(this, `NodePortsFromNlb${index}${protocol}`, {
+          groupId: nodeGroupId,
+          ipProtocol: protocol,
+          fromPort: 30000,
+          toPort: 32767,
+          sourceSecurityGroupId: group.securityGroupId,
+          description: 'NodePorts from serverless-service-controller NLBs',
+        });
+      }
+      new CfnSecurityGroupIngress(this, `HealthFromNlb${index}`, {
+        groupId: nodeGroupId,
+        ipProtocol: 'tcp',
+        fromPort: 10256,
+        toPort: 10256,
+        sourceSecurityGroupId: group.securityGroupId,
+        description: 'kube-proxy health from serverless-service-controller NLBs',
+      });
+    });
+    return group;
+  }
+
+  private functionPlacement(
+    vpc: IVpc,
+    settings: ControllerSettings,
+  ): FunctionPlacement | undefined {
+    if (settings.functionSubnetIds.length === 0) return undefined;
+    const securityGroup = new SecurityGroup(this, 'FunctionSecurityGroup', {
+      vpc,
+      description: 'serverless-service-controller functions (to the cluster endpoint and AWS APIs)',
+      allowAllOutbound: false,
+    });
+    securityGroup.addEgressRule(
+      Peer.anyIpv4(),
+      Port.tcp(443),
+      'HTTPS to the Kubernetes API and AWS',
+    );
+    return {
+      vpc,
+      vpcSubnets: {
+        subnets: settings.functionSubnetIds.map((id, i) =>
+          Subnet.fromSubnetId(this, `FnSubnet${i}`, id),
+        ),
+      },
+      securityGroups: [securityGroup],
+    };
+  }
+
+  private forwarderRole(settings: ControllerSettings): Role | undefined {
+    if (settings.forwarderIdentity === 'none') return undefined;
+    if (settings.forwarderIdentity === 'irsa') {
+      if (settings.oidcProviderArn === undefined || settings.oidcIssuer === undefined) {
+        throw new Error('forwarderIdentity=irsa needs oidcProviderArn and oidcIssuer');
+      }
+      const issuer = settings.oidcIssuer.replace(/^https:\/\//, '');
+      return new Role(this, 'ForwarderRole', {
+        description: 'serverless-service-controller forwarder (IRSA): sqs:SendMessage only',
+        assumedBy: new WebIdentityPrincipal(settings.oidcProviderArn, {
+          StringEquals: {
+            [`${issuer}:sub`]: `system:serviceaccount:${forwarderNamespace}:${forwarderServiceAccount}`,
+            [`${issuer}:aud`]: 'sts.amazonaws.com',
+          },
+        }),
+      });
+    }
+    const role = new Role(this, 'ForwarderRole', {
+      description: 'serverless-service-controller forwarder (Pod Identity): sqs:SendMessage only',
+      assumedBy: new SessionTagsPrincipal(new ServicePrincipal('pods.eks.amazonaws.com')),
+    });
+    new CfnPodIdentityAssociation(this, 'ForwarderPodIdentity', {
+      clusterName: settings.clusterName,
+      namespace: forwarderNamespace,
+      serviceAccount: forwarderServiceAccount,
+      roleArn: role.roleArn,
+    });
+    return role;
+  }
+}
+
+interface FunctionPlacement {
+  readonly vpc: IVpc;
+  readonly vpcSubnets: { subnets: ReturnType<typeof Subnet.fromSubnetId>[] };
+  readonly securityGroups: ISecurityGroup[];
+}

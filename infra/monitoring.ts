@@ -1,0 +1,188 @@
+import { Duration } from 'aws-cdk-lib';
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+
+/** The functions' EMF namespace and default dimension (functions/runtime/wiring.ts). */
+export const metricsNamespace = 'ServerlessServiceController';
+const serviceDimension = { service: 'controller' };
+
+export interface ControllerMonitoringProps {
+  readonly queue: IQueue;
+  readonly deadLetterQueue: IQueue;
+  readonly functions: { serviceSync: IFunction; nodeSync: IFunction; sweep: IFunction };
+  readonly alarmTopicArn?: string;
+  /** Oldest message age that pages someone; backoff keeps messages up to 5 minutes by design. */
+  readonly oldestMessageAlarmSeconds?: number;
+}
+
+/** One dashboard and the alarms docs/operations.md explains, optionally notifying an SNS topic. */
+export class ControllerMonitoring extends Construct {
+  readonly dashboard: Dashboard;
+  readonly alarms: Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: ControllerMonitoringProps) {
+    super(scope, id);
+    const { queue, deadLetterQueue, functions } = props;
+    const fns = Object.entries(functions);
+    const period = Duration.minutes(1);
+    const custom = (metricName: string, statistic: string, label?: string) =>
+      new Metric({
+        namespace: metricsNamespace,
+        metricName,
+        dimensionsMap: serviceDimension,
+        statistic,
+        period,
+        ...(label ? { label } : {}),
+      });
+    const search = (expression: string, label: string) =>
+      new MathExpression({ expression, label, period, usingMetrics: {} });
+
+    const alarm = (name: string, metric: IMetric, threshold: number, description: string) => {
+      const created = new Alarm(this, name, {
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+        alarmDescription: `${description} See docs/operations.md#${name.toLowerCase()}.`,
+      });
+      this.alarms.push(created);
+      return created;
+    };
+    alarm(
+      'DeadLetters',
+      deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      0,
+      'A work message failed every delivery and is parked in the DLQ.',
+    );
+    alarm(
+      'OldestMessage',
+      queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+      props.oldestMessageAlarmSeconds ?? 900,
+      'Work has waited longer than backoff explains: syncs are stuck or throttled.',
+    );
+    alarm(
+      'FunctionErrors',
+      new MathExpression({
+        expression: fns.map((_, i) => `e${i}`).join('+'),
+        usingMetrics: Object.fromEntries(
+          fns.map(([, fn], i) => [`e${i}`, fn.metricErrors({ period, statistic: 'Sum' })]),
+        ),
+        label: 'function errors',
+        period,
+      }),
+      0,
+      'A controller function failed (not a sync outcome: a crash or timeout).',
+    );
+    alarm(
+      'Throttles',
+      new MathExpression({
+        expression: fns.map((_, i) => `t${i}`).join('+'),
+        usingMetrics: Object.fromEntries(
+          fns.map(([, fn], i) => [`t${i}`, fn.metricThrottles({ period, statistic: 'Sum' })]),
+        ),
+        label: 'function throttles',
+        period,
+      }),
+      0,
+      'Lambda throttled a controller function (account concurrency).',
+    );
+    if (props.alarmTopicArn !== undefined) {
+      const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
+      for (const created of this.alarms) {
+        created.addAlarmAction(new SnsAction(topic));
+        created.addOkAction(new SnsAction(topic));
+      }
+    }
+
+    const perFunction = (metric: (fn: IFunction) => IMetric) => fns.map(([, fn]) => metric(fn));
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      dashboardName: `${scope.node.id}-controller`,
+      defaultInterval: Duration.hours(3),
+    });
+    this.dashboard.addWidgets(
+      new AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24, height: 3 }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Work queue',
+        left: [
+          queue.metricApproximateNumberOfMessagesVisible({ period, label: 'visible' }),
+          queue.metricApproximateNumberOfMessagesNotVisible({
+            period,
+            label: 'in flight / backing off',
+          }),
+          deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, label: 'DLQ' }),
+        ],
+        right: [queue.metricApproximateAgeOfOldestMessage({ period, label: 'oldest (s)' })],
+        width: 12,
+      }),
+      new GraphWidget({
+        title: 'Syncs by outcome',
+        left: [
+          search(
+            `SEARCH('{${metricsNamespace},kind,outcome,service} MetricName="Syncs"', 'Sum', 60)`,
+            'syncs',
+          ),
+        ],
+        right: [
+          custom('Retries', 'Sum', 'retries'),
+          custom('MalformedMessages', 'Sum', 'malformed'),
+        ],
+        width: 12,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Sync latency (ms)',
+        left: [custom('SyncLatency', 'p50', 'p50'), custom('SyncLatency', 'p99', 'p99')],
+        right: [custom('NodeSyncDuration', 'Maximum', 'node sync (max)')],
+        width: 12,
+      }),
+      new GraphWidget({
+        title: 'AWS calls by operation',
+        left: [
+          search(
+            `SEARCH('{${metricsNamespace},operation,service} MetricName="AwsCalls"', 'Sum', 60)`,
+            'calls',
+          ),
+        ],
+        width: 12,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Function errors and throttles',
+        left: perFunction((fn) => fn.metricErrors({ period })),
+        right: perFunction((fn) => fn.metricThrottles({ period })),
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Function duration p99 (ms)',
+        left: perFunction((fn) => fn.metricDuration({ period, statistic: 'p99' })),
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Concurrent executions',
+        left: perFunction((fn) =>
+          fn.metric('ConcurrentExecutions', { period, statistic: 'Maximum' }),
+        ),
+        width: 8,
+      }),
+    );
+  }
+}

@@ -1,0 +1,117 @@
+import * as z from 'zod/mini';
+import '../functions/zod-messages';
+import { sharedSettings } from '../functions/config';
+
+const list = (item: z.ZodMiniString) =>
+  z._default(
+    z.pipe(
+      z.union([z.array(item), z.string()]),
+      z.transform((value) =>
+        typeof value === 'string'
+          ? value
+              .split(',')
+              .map((part) => part.trim())
+              .filter((part) => part !== '')
+          : value,
+      ),
+    ),
+    [],
+  );
+const matching = (pattern: RegExp, message: string) => z.string().check(z.regex(pattern, message));
+const integer = (min: number, max: number, fallback: number) =>
+  z._default(
+    z
+      .pipe(
+        z.union([z.int(), z.string().check(z.regex(/^\d+$/, 'a whole number'))]),
+        z.transform(Number),
+      )
+      .check(z.gte(min), z.lte(max)),
+    fallback,
+  );
+const flag = (fallback: boolean) =>
+  z._default(
+    z.pipe(
+      z.union([z.boolean(), z.enum(['true', 'false'])]),
+      z.transform((value) => value === true || value === 'true'),
+    ),
+    fallback,
+  );
+
+/**
+ * The deployment's settings, from CDK context (`-c key=value` or cdk.json). Context values given on
+ * the command line arrive as strings, so lists may be comma-separated and numbers and flags are
+ * parsed. Validated with the same rules as the functions' own configuration.
+ */
+export const controllerSettingsSchema = z.object({
+  clusterName: sharedSettings.clusterName,
+  loadBalancerClass: sharedSettings.loadBalancerClass,
+  claimClassless: flag(false),
+  nodePolicy: sharedSettings.nodePolicy,
+  /** The cluster VPC (subnet discovery, security groups). */
+  vpcId: matching(/^vpc-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a VPC ID such as vpc-0123456789abcdef0'),
+  /**
+   * The nodes' security groups (on EKS, the cluster security group). When given, the stack
+   * creates one backend security group for all NLBs and allows it on these groups.
+   */
+  nodeSecurityGroupIds: list(
+    matching(/^sg-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a security group ID such as sg-0123456789abcdef0'),
+  ),
+  /** Put the functions in these subnets (private cluster endpoints); none: outside any VPC. */
+  functionSubnetIds: list(
+    matching(/^subnet-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a subnet ID such as subnet-0123456789abcdef0'),
+  ),
+  /** The cluster's API endpoint and CA; when absent the functions read them with eks:DescribeCluster. */
+  clusterEndpoint: z.optional(z.url()),
+  clusterCertificateAuthorityData: z.optional(z.string().check(z.minLength(1))),
+  /** Self-managed clusters: a Secrets Manager secret holding a kubeconfig (instead of EKS access). */
+  kubernetesSecretArn: z.optional(
+    matching(/^arn:aws[a-z-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
+  ),
+  /** How the forwarder gets AWS credentials on EKS. */
+  forwarderIdentity: z._default(z.enum(['pod-identity', 'irsa', 'none']), 'pod-identity'),
+  oidcProviderArn: z.optional(
+    matching(/^arn:aws[a-z-]*:iam::\d{12}:oidc-provider\//, 'an OIDC provider ARN'),
+  ),
+  oidcIssuer: z.optional(z.url()),
+  nodeSyncPeriodSeconds: integer(60, 900, 100),
+  sweepPeriodSeconds: integer(300, 86400, 1800),
+  elbv2CallsPerSecond: integer(1, 1000, 20),
+  defaultScheme: z._default(z.enum(['internal', 'internet-facing']), 'internal'),
+  defaultTags: z._default(z.record(z.string(), z.string()), {}),
+  /** An SNS topic the alarms notify. */
+  alarmTopicArn: z.optional(matching(/^arn:aws[a-z-]*:sns:/, 'an SNS topic ARN')),
+});
+
+export type ControllerSettings = z.infer<typeof controllerSettingsSchema>;
+
+export const settingNames = Object.keys(controllerSettingsSchema.shape);
+
+/** Reads the settings from a context lookup; throws one error naming every bad or missing one. */
+export function settingsFromContext(tryGetContext: (key: string) => unknown): ControllerSettings {
+  const raw: Record<string, unknown> = {};
+  for (const name of settingNames) {
+    const value = tryGetContext(name);
+    if (value !== undefined) raw[name] = value;
+  }
+  // Self-managed clusters have no Pod Identity: default the forwarder to a policy to attach.
+  if (raw.kubernetesSecretArn !== undefined && raw.forwarderIdentity === undefined) {
+    raw.forwarderIdentity = 'none';
+  }
+  const result = controllerSettingsSchema.safeParse(raw);
+  if (result.success) {
+    const { forwarderIdentity, oidcProviderArn, oidcIssuer } = result.data;
+    if (
+      forwarderIdentity === 'irsa' &&
+      (oidcProviderArn === undefined || oidcIssuer === undefined)
+    ) {
+      throw new Error(
+        'invalid settings:\n  - oidcProviderArn, oidcIssuer: both required with forwarderIdentity=irsa',
+      );
+    }
+    return result.data;
+  }
+  const problems = result.error.issues.map(
+    (issue) => `  - ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+  );
+  throw new Error(`invalid settings (give them with -c name=value):\n${problems.join('\n')}`);
+}

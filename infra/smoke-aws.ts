@@ -1,0 +1,125 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  DescribeLoadBalancersCommand,
+  ElasticLoadBalancingV2Client,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+
+/**
+ * `npm run smoke:aws`: the opt-in end-to-end check in a real account and cluster. Deploys the
+ * stack, installs the forwarder, creates a LoadBalancer Service, waits for its NLB, deletes the
+ * Service, checks the NLB is gone, then uninstalls and destroys. Needs AWS credentials, kubectl
+ * pointed at an EKS cluster (KUBECONFIG) and SMOKE_CLUSTER_NAME, SMOKE_VPC_ID; skipped otherwise.
+ */
+const needed = ['SMOKE_CLUSTER_NAME', 'SMOKE_VPC_ID'] as const;
+
+async function hasCredentials(): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      defaultProvider()(),
+      new Promise((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error('timed out')), 10_000);
+      }),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function run(command: string, args: string[]): string {
+  console.log(`$ ${command} ${args.join(' ')}`);
+  return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+async function waitFor<T>(what: string, seconds: number, probe: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${seconds} s waiting for ${what}`);
+    await sleep(10_000);
+  }
+}
+
+async function main(): Promise<void> {
+  const missing = needed.filter((name) => !process.env[name]);
+  if (missing.length > 0) {
+    console.log(`smoke:aws skipped: set ${missing.join(' and ')} (and KUBECONFIG for kubectl).`);
+    return;
+  }
+  if (!(await hasCredentials())) {
+    console.log(
+      'smoke:aws skipped: no AWS credentials configured (see the AWS SDK credential chain).',
+    );
+    return;
+  }
+  const cluster = process.env.SMOKE_CLUSTER_NAME ?? '';
+  const context = ['-c', `clusterName=${cluster}`, '-c', `vpcId=${process.env.SMOKE_VPC_ID ?? ''}`];
+  const stackName = `ServerlessServiceController-${cluster}`;
+  const service = 'smoke-nlb';
+  let deployed = false;
+  try {
+    run('npx', [
+      'cdk',
+      'deploy',
+      stackName,
+      ...context,
+      '--require-approval',
+      'never',
+      '--outputs-file',
+      'cdk-outputs.json',
+    ]);
+    deployed = true;
+    run('npx', ['tsx', 'infra/configure-k8s.ts', 'cdk-outputs.json']);
+    run('kubectl', ['apply', '-k', 'infra/k8s']);
+    writeFileSync(
+      'smoke-service.json',
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: service, namespace: 'default' },
+        spec: {
+          type: 'LoadBalancer',
+          loadBalancerClass: 'serverless-service-controller.io/nlb',
+          selector: { app: service },
+          ports: [{ port: 80, targetPort: 8080, protocol: 'TCP' }],
+        },
+      }),
+    );
+    run('kubectl', ['apply', '-f', 'smoke-service.json']);
+    const hostname = await waitFor('the NLB hostname in the Service status', 600, () => {
+      const value = run('kubectl', [
+        'get',
+        'service',
+        service,
+        '-o',
+        'jsonpath={.status.loadBalancer.ingress[0].hostname}',
+      ]).trim();
+      return value === '' ? undefined : value;
+    });
+    console.log(`NLB ready: ${hostname}`);
+    const elbv2 = new ElasticLoadBalancingV2Client({});
+    const dnsNames = async () =>
+      ((await elbv2.send(new DescribeLoadBalancersCommand({}))).LoadBalancers ?? []).map(
+        (lb) => lb.DNSName,
+      );
+    if (!(await dnsNames()).includes(hostname)) throw new Error(`no NLB with DNS name ${hostname}`);
+    run('kubectl', ['delete', 'service', service, '--wait=true', '--timeout=600s']);
+    if ((await dnsNames()).includes(hostname))
+      throw new Error(`NLB ${hostname} still exists after delete`);
+    console.log('smoke:aws passed: NLB created for the Service and deleted with it.');
+  } finally {
+    if (deployed) {
+      run('kubectl', ['delete', '-k', 'infra/k8s', '--ignore-not-found']);
+      run('npx', ['cdk', 'destroy', stackName, ...context, '--force']);
+    }
+  }
+}
+
+await main();

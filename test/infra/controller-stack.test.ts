@@ -1,0 +1,398 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAllYaml } from '@kubernetes/client-node';
+import { App, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { createApp } from '../../infra/app';
+import { configureKustomization } from '../../infra/configure-k8s';
+import {
+  controllerGroup,
+  forwarderNamespace,
+  forwarderServiceAccount,
+} from '../../infra/controller-stack';
+import { settingsFromContext } from '../../infra/settings';
+
+const base = {
+  clusterName: 'demo',
+  vpcId: 'vpc-0123abcd',
+  nodeSecurityGroupIds: 'sg-0123456789abcdef0,sg-0fedcba9876543210',
+};
+
+/** Synthesises the real app; function bundling is skipped except where a test needs it. */
+function synth(context: Record<string, unknown> = {}, bundle = false) {
+  const app = new App({
+    outdir: mkdtempSync(join(tmpdir(), 'cdk-')),
+    context: { ...base, ...context, ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
+  });
+  const { stack } = createApp(app);
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+type Statement = {
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: Record<string, Record<string, unknown>>;
+};
+function statementsOf(template: Template, roleLogicalIdPrefix: string): Statement[] {
+  const policies = template.findResources('AWS::IAM::Policy');
+  return Object.values(policies)
+    .filter((p) =>
+      JSON.stringify((p as { Properties: { Roles: unknown } }).Properties.Roles).includes(
+        roleLogicalIdPrefix,
+      ),
+    )
+    .flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties
+          .PolicyDocument.Statement,
+    );
+}
+const actionsOf = (s: Statement) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+
+describe('CDK app (infra/)', () => {
+  it('synthesises offline with local esbuild bundling and cdk-nag AWS Solutions checks, with no unacknowledged finding', () => {
+    const { app } = synth({}, true);
+    // synth() throws ValidationFailed when cdk-nag reports an unacknowledged finding.
+    const assembly = app.synth();
+    const report = JSON.parse(
+      readFileSync(join(assembly.directory, 'validation-report.json'), 'utf8'),
+    ) as { pluginReports: { conclusion: string }[] };
+    expect(report.pluginReports.filter((r) => r.conclusion !== 'success')).toEqual([]);
+    expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
+  }, 120_000);
+
+  it('synthesises for a concrete account and Region too, as cdk deploy does', () => {
+    const app = new App({
+      outdir: mkdtempSync(join(tmpdir(), 'cdk-')),
+      context: { ...base, 'aws:cdk:bundling-stacks': [] },
+    });
+    createApp(app, { account: '123456789012', region: 'eu-west-1' });
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it('fails synth on a wildcard nobody acknowledged, so the checks are really on', () => {
+    const app = new App({
+      outdir: mkdtempSync(join(tmpdir(), 'cdk-')),
+      context: { ...base, 'aws:cdk:bundling-stacks': [] },
+    });
+    const { stack } = createApp(app);
+    const role = new Role(stack, 'Careless', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+    });
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:GetObject'], resources: ['*'] }));
+    expect(() => app.synth()).toThrow(/Careless[\s\S]*AwsSolutions-IAM5\[Resource::\*\]/);
+  });
+
+  it('acknowledges findings one by one, each with a specific reason', () => {
+    const { stack } = synth();
+    const acknowledged = stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata)
+      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+      .flatMap((m) => Object.entries(m.data as Record<string, string>))
+      .filter(([id]) => id.includes('AwsSolutions'));
+    expect(acknowledged.length).toBeGreaterThan(0);
+    for (const [id, reason] of acknowledged) {
+      expect(id).toMatch(/AwsSolutions-IAM5\[Resource::/);
+      expect(reason.length).toBeGreaterThan(60);
+    }
+    expect(new Set(acknowledged.map(([, reason]) => reason)).size).toBe(acknowledged.length);
+  });
+
+  it('runs service-sync, node-sync and sweep on ARM64 with the current Node runtime and log retention', () => {
+    const { template } = synth();
+    const functions = template.findResources('AWS::Lambda::Function');
+    expect(Object.keys(functions)).toHaveLength(3);
+    for (const fn of Object.values(functions) as { Properties: Record<string, unknown> }[]) {
+      expect(fn.Properties.Runtime).toBe('nodejs24.x');
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      expect(JSON.stringify(fn.Properties.Environment)).toContain('CONTROLLER_CONFIG');
+    }
+    template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('feeds service-sync from the work queue with partial batch responses and a concurrency cap', () => {
+    const { template } = synth({ elbv2CallsPerSecond: '40' });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 10,
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+  });
+
+  it('gives the work queue an encrypted DLQ with a redrive policy and a visibility timeout six times the sync timeout', () => {
+    const { template } = synth();
+    const queues = template.findResources('AWS::SQS::Queue');
+    expect(Object.keys(queues)).toHaveLength(2);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: 360,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 10 },
+    });
+    const sync = template.findResources('AWS::Lambda::Function', {
+      Properties: { Timeout: 60 },
+    });
+    expect(Object.keys(sync)).toHaveLength(1);
+    template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
+  });
+
+  it('keeps state in an on-demand, encrypted table with point-in-time recovery and the StateStore key', () => {
+    const { template } = synth();
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+    });
+    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+  });
+
+  it('schedules node sync every minute and the sweep at its period', () => {
+    const { template } = synth({ sweepPeriodSeconds: '900' });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(15 minutes)',
+    });
+  });
+
+  it('maps the functions role to the controller group and gives the forwarder a Pod Identity that may only send', () => {
+    const { template } = synth();
+    template.hasResourceProperties('AWS::EKS::AccessEntry', {
+      ClusterName: 'demo',
+      KubernetesGroups: [controllerGroup],
+      PrincipalArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^FunctionsRole'), 'Arn'] },
+    });
+    template.hasResourceProperties('AWS::EKS::PodIdentityAssociation', {
+      ClusterName: 'demo',
+      Namespace: forwarderNamespace,
+      ServiceAccount: forwarderServiceAccount,
+    });
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [
+          Match.objectLike({
+            Action: ['sts:AssumeRole', 'sts:TagSession'],
+            Principal: { Service: 'pods.eks.amazonaws.com' },
+          }),
+        ],
+      },
+    });
+    const forwarder = statementsOf(template, 'ForwarderRole');
+    expect(forwarder.map((s) => s.Action)).toEqual(['sqs:SendMessage']);
+    expect(JSON.stringify(forwarder[0]?.Resource)).toContain('WorkQueue');
+  });
+
+  it('the manifests match the stack: group, namespace, ServiceAccount, and the narrow ClusterRole', () => {
+    const docs = loadAllYaml(readFileSync('infra/k8s/controller-rbac.yaml', 'utf8')) as {
+      kind: string;
+      rules?: { resources: string[]; verbs: string[] }[];
+      subjects?: { kind: string; name: string }[];
+    }[];
+    const role = docs.find((d) => d.kind === 'ClusterRole');
+    expect(role?.rules?.map((r) => [r.resources, r.verbs])).toEqual([
+      [['services'], ['get', 'patch']],
+      [['services/status'], ['patch']],
+      [['nodes'], ['list']],
+      [['events'], ['create', 'patch']],
+    ]);
+    const binding = docs.find((d) => d.kind === 'ClusterRoleBinding');
+    expect(binding?.subjects).toEqual([
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: controllerGroup },
+    ]);
+    const kustomization = readFileSync('infra/k8s/kustomization.yaml', 'utf8');
+    expect(kustomization).toContain(`namespace: ${forwarderNamespace}`);
+    expect(kustomization).toContain('- controller-rbac.yaml');
+    expect(readFileSync('infra/k8s/serviceaccount.yaml', 'utf8')).toContain(
+      `name: ${forwarderServiceAccount}`,
+    );
+  });
+
+  it('has one dashboard and alarms on DLQ, errors, throttles and oldest message age, notifying a given topic', () => {
+    const topic = 'arn:aws:sns:us-east-1:123456789012:oncall';
+    const { template } = synth({ alarmTopicArn: topic });
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as {
+      Properties: { AlarmActions: unknown[]; AlarmDescription: string };
+    }[];
+    expect(alarms.length).toBeGreaterThanOrEqual(4);
+    const text = JSON.stringify(alarms);
+    for (const metric of ['ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage']) {
+      expect(text).toContain(metric);
+    }
+    expect(text).toContain('Errors');
+    expect(text).toContain('Throttles');
+    for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([topic]);
+    const body = JSON.stringify(
+      Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0],
+    );
+    for (const metric of [
+      'Syncs',
+      'SyncLatency',
+      'AwsCalls',
+      'Retries',
+      'NodeSyncDuration',
+      'MalformedMessages',
+      'ConcurrentExecutions',
+      'Duration',
+    ]) {
+      expect(body).toContain(metric);
+    }
+  });
+
+  it('never allows elasticloadbalancing:*, ec2:* or *, and conditions ELBv2 and EC2 mutations on the ownership tag', () => {
+    const { template } = synth();
+    const statements = statementsOf(template, 'FunctionsRole');
+    const all = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties
+          .PolicyDocument.Statement,
+    );
+    for (const s of all) {
+      for (const action of actionsOf(s)) {
+        expect(action).not.toMatch(/^(\*|elasticloadbalancing:\*|ec2:\*)$/);
+      }
+    }
+    const documentedKeys = new Set([
+      'aws:RequestTag/serverless-service-controller.io/cluster',
+      'aws:ResourceTag/serverless-service-controller.io/cluster',
+      'elasticloadbalancing:CreateAction',
+      'ec2:CreateAction',
+    ]);
+    const mutating = (a: string) =>
+      /^(elasticloadbalancing|ec2):/.test(a) && !/:(Describe|Get)/.test(a);
+    // The only mutations without a tag condition, each narrowed otherwise.
+    const unconditioned = new Map([
+      ['elasticloadbalancing:ModifyListener', 'listener/net/k8s-*/*'],
+      ['elasticloadbalancing:DeleteListener', 'listener/net/k8s-*/*'],
+      ['elasticloadbalancing:AddListenerCertificates', 'listener/net/k8s-*/*'],
+      ['ec2:CreateSecurityGroup', 'vpc/vpc-0123abcd'],
+    ]);
+    for (const s of statements) {
+      for (const action of actionsOf(s).filter(mutating)) {
+        if (s.Condition === undefined) {
+          expect(unconditioned.has(action), `${action} without a tag condition`).toBe(true);
+          expect(JSON.stringify(s.Resource)).toContain(unconditioned.get(action));
+          continue;
+        }
+        const keys = Object.values(s.Condition).flatMap((c) => Object.keys(c));
+        expect(keys.length).toBeGreaterThan(0);
+        for (const key of keys) expect(documentedKeys.has(key), key).toBe(true);
+        expect(keys.some((k) => k.endsWith('serverless-service-controller.io/cluster'))).toBe(true);
+        expect(JSON.stringify(s.Condition)).toContain('"demo"');
+      }
+    }
+    // Creation is only allowed with the tag on the request.
+    const creates = statements.filter((s) =>
+      actionsOf(s).some((a) =>
+        [
+          'elasticloadbalancing:CreateLoadBalancer',
+          'elasticloadbalancing:CreateTargetGroup',
+        ].includes(a),
+      ),
+    );
+    expect(creates).toHaveLength(1);
+    expect(creates[0]?.Condition?.StringEquals).toEqual({
+      'aws:RequestTag/serverless-service-controller.io/cluster': 'demo',
+    });
+  });
+
+  it('places the functions in the given subnets with network-interface permissions', () => {
+    const { template } = synth({
+      functionSubnetIds: 'subnet-0123456789abcdef0,subnet-0fedcba9876543210',
+    });
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      VpcConfig: {
+        SubnetIds: ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'],
+        SecurityGroupIds: Match.anyValue(),
+      },
+    });
+    const actions = statementsOf(template, 'FunctionsRole').flatMap(actionsOf);
+    expect(actions).toContain('ec2:CreateNetworkInterface');
+  });
+
+  it('self-managed clusters: a kubeconfig secret instead of an access entry, and a send-only policy for the forwarder', () => {
+    const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
+    const { template } = synth({ kubernetesSecretArn: secret });
+    template.resourceCountIs('AWS::EKS::AccessEntry', 0);
+    template.resourceCountIs('AWS::EKS::PodIdentityAssociation', 0);
+    const statements = statementsOf(template, 'FunctionsRole');
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Action: 'secretsmanager:GetSecretValue', Resource: secret }),
+    );
+    template.hasResourceProperties('AWS::IAM::ManagedPolicy', {
+      PolicyDocument: { Statement: [Match.objectLike({ Action: 'sqs:SendMessage' })] },
+    });
+  });
+
+  it('IRSA: the forwarder role trusts the cluster OIDC provider for its ServiceAccount only', () => {
+    const issuer = 'https://oidc.eks.us-east-1.amazonaws.com/id/ABC';
+    const { template } = synth({
+      forwarderIdentity: 'irsa',
+      oidcProviderArn:
+        'arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/ABC',
+      oidcIssuer: issuer,
+    });
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [
+          Match.objectLike({
+            Action: 'sts:AssumeRoleWithWebIdentity',
+            Condition: {
+              StringEquals: {
+                'oidc.eks.us-east-1.amazonaws.com/id/ABC:sub': `system:serviceaccount:${forwarderNamespace}:${forwarderServiceAccount}`,
+                'oidc.eks.us-east-1.amazonaws.com/id/ABC:aud': 'sts.amazonaws.com',
+              },
+            },
+          }),
+        ],
+      },
+    });
+  });
+
+  it('rejects bad or missing settings with one error naming each', () => {
+    expect(() =>
+      settingsFromContext((key) => ({ vpcId: 'not-a-vpc', nodeSyncPeriodSeconds: '30' })[key]),
+    ).toThrow(/clusterName[\s\S]*vpcId[\s\S]*nodeSyncPeriodSeconds/);
+    expect(() => createApp(new App({ context: { vpcId: 'vpc-0123abcd' } }))).toThrow(
+      /invalid settings[\s\S]*clusterName/,
+    );
+  });
+
+  it('k8s:configure writes the forwarder configuration and image from the stack outputs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'k8s-'));
+    const files = { config: join(dir, 'controller.json'), kustomization: join(dir, 'k.yaml') };
+    writeFileSync(files.kustomization, readFileSync('infra/k8s/kustomization.yaml', 'utf8'));
+    const config = {
+      clusterName: 'demo',
+      region: 'eu-west-1',
+      loadBalancerClass: 'serverless-service-controller.io/nlb',
+      claimClassless: false,
+      nodePolicy: 'stable',
+      queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
+    };
+    const image =
+      '123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets:abc123';
+    configureKustomization(
+      {
+        'ServerlessServiceController-demo': {
+          ForwarderConfig: JSON.stringify(config),
+          ForwarderImageUri: image,
+        },
+      },
+      files,
+    );
+    expect(JSON.parse(readFileSync(files.config, 'utf8'))).toMatchObject(config);
+    const kustomization = readFileSync(files.kustomization, 'utf8');
+    expect(kustomization).toContain(
+      'newName: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets',
+    );
+    expect(kustomization).toContain('newTag: abc123');
+    expect(() => configureKustomization({}, files)).toThrow(/found 0/);
+  });
+});
