@@ -6,11 +6,9 @@ const built = [
   'AWS NLB provider (functions/aws; docs/aws-provider.md; npm run bench:calls)',
   'serverless runtime: service-sync, node-sync and sweep handlers, DynamoDB state (docs/runtime.md)',
   'in-cluster forwarder and its manifests (docs/forwarder.md)',
+  'CDK infrastructure: npx cdk deploy (infra/; README "Install on AWS")',
 ];
-const pending = [
-  'CDK infrastructure (infra/)',
-  'local mode: embedded cluster + moto, driven by npm start',
-];
+const pending = ['local mode: embedded cluster + moto, driven by npm start'];
 
 console.log('serverless-service-controller: local mode is not built yet.');
 console.log('\nBuilt so far:');

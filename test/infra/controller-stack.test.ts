@@ -14,7 +14,7 @@ import {
   forwarderNamespace,
   forwarderServiceAccount,
 } from '../../infra/controller-stack';
-import { settingsFromContext } from '../../infra/settings';
+import { settingNames, settingsFromContext } from '../../infra/settings';
 
 const base = {
   clusterName: 'demo',
@@ -362,6 +362,21 @@ describe('CDK app (infra/)', () => {
     expect(() => createApp(new App({ context: { vpcId: 'vpc-0123abcd' } }))).toThrow(
       /invalid settings[\s\S]*clusterName/,
     );
+  });
+
+  it('the README documents every setting the app reads, and no other', () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const section = readme.slice(
+      readme.indexOf('## Install on AWS'),
+      readme.indexOf('### Uninstall'),
+    );
+    const documented = new Set(
+      [...section.matchAll(/^\| (`[^|]+`) +\|/gm)].flatMap((m) =>
+        [...(m[1] ?? '').matchAll(/`([A-Za-z0-9]+)`/g)].map((n) => n[1]),
+      ),
+    );
+    documented.delete('setting');
+    expect([...documented].sort()).toEqual([...settingNames].sort());
   });
 
   it('k8s:configure writes the forwarder configuration and image from the stack outputs', () => {
