@@ -13,7 +13,7 @@ import { syncService } from '../functions/sync/sync-service';
 import { createAwsCluster } from '../test/support/aws-cluster';
 import { makeNode, makeService } from '../test/support/core-objects';
 import { inMemoryWorld } from '../test/support/in-memory';
-import { startMotoServer } from '../test/support/moto-server';
+import { startMotoServer } from '../functions/local/moto-server';
 
 const budgets = { create: 12, noop: 0, ensureUnchanged: 8, addNode: 2, delete: 8 } as const;
 type Scenario = keyof typeof budgets;

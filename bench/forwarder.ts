@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildForwarder } from '../functions/forwarder/build';
-import { FakeKubeApiServer } from '../test/support/fake-kube';
-import { startMotoServer } from '../test/support/moto-server';
+import { FakeKubeApiServer } from '../functions/local/fake-kube';
+import { startMotoServer } from '../functions/local/moto-server';
 
 const serviceCount = Number(process.env.BENCH_SERVICES ?? 10_000);
 const nodeCount = Number(process.env.BENCH_NODES ?? 5_000);

@@ -2,7 +2,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { events } from '../../functions/core/events';
 import { KubeEventRecorder } from '../../functions/kube/event-recorder';
-import { FakeKubeApiServer } from '../support/fake-kube';
+import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 
 let server: FakeKubeApiServer;
 

@@ -8,7 +8,7 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeKubeApiServer } from '../support/fake-kube';
+import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
 
 let server: FakeKubeApiServer;

@@ -19,7 +19,7 @@ import { Forwarder } from '../../functions/forwarder/forwarder';
 import { KubeHttp } from '../../functions/forwarder/kube-http';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
-import { FakeKubeApiServer } from '../support/fake-kube';
+import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
 import { MotoAccount } from '../support/moto';
 

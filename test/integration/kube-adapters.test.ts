@@ -30,7 +30,7 @@ import type { Clock } from '../../functions/sync/ports';
 import { clusterAccess, kubernetesConnector } from '../../functions/kube/connect';
 import { eventSourceComponent, KubeEventRecorder } from '../../functions/kube/event-recorder';
 import { ClientNodeKubernetesApi, translateKubeError } from '../../functions/kube/kubernetes-api';
-import { FakeKubeApiServer } from '../support/fake-kube';
+import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadBalancerService } from '../support/kube-objects';
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startMotoServer } from '../support/moto-server';
+import { startMotoServer } from '../../functions/local/moto-server';
 
 describe('moto server lifecycle', () => {
   it('starts on a free loopback port, answers, and is gone after stop', async () => {

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startMotoServer } from './moto-server';
+import { startMotoServer } from '../../functions/local/moto-server';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -21,7 +21,7 @@ import {
 } from '../../functions/runtime/process-work';
 import { createRuntime } from '../../functions/runtime/wiring';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
-import { FakeKubeApiServer } from './fake-kube';
+import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { MotoAccount } from './moto';
 
 export class RecordingLog implements RuntimeLog {

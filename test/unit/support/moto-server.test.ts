@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MotoMissingError, startMotoServer } from '../../support/moto-server';
+import { MotoMissingError, startMotoServer } from '../../../functions/local/moto-server';
 
 describe('moto server fixture when moto is missing', () => {
   it('fails with one clear message naming the install command when python3 cannot import moto', async () => {

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export const motoInstallHint =
-  "moto's server is required for the integration tests but python3 cannot import it. " +
+  "moto's server is required for the integration tests and npm start's embedded default, but python3 cannot import it. " +
   "Install it with:  python3 -m pip install 'moto[server]==5.2.1'  (see README, Prerequisites).";
 
 export interface MotoServer {
