@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, loadAllYaml, type V1Service } from '@kubernetes/client-node';
 import { parseConfig, type ControllerConfig } from '../config';
+import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
 import type { RuntimeLog } from '../runtime/context';
 import { createRuntime } from '../runtime/wiring';
@@ -169,7 +170,7 @@ async function run(flags: Flags): Promise<number> {
     let create = setting(flags, 'create-resources', 'SSC_CREATE_RESOURCES') === 'true';
     if (embedded) {
       // An emulator already running (AWS_ENDPOINT_URL) is used as it is; else moto is started.
-      let endpoint = process.env.AWS_ENDPOINT_URL;
+      let endpoint = process.env.AWS_ENDPOINT_URL || undefined;
       if (endpoint === undefined) {
         console.log('Starting the embedded default: a local AWS emulator and a simulated cluster…');
         const moto = await startMotoServer();
@@ -212,7 +213,7 @@ async function run(flags: Flags): Promise<number> {
       console.log(`AWS emulator:      AWS_ENDPOINT_URL=${endpoint} (any credentials)`);
     } else {
       kubeconfig = kubeconfigFlag;
-      const endpoint = process.env.AWS_ENDPOINT_URL;
+      const endpoint = process.env.AWS_ENDPOINT_URL || undefined;
       aws = { region, ...(endpoint ? { endpoint } : {}) };
       console.log(
         `Managing the cluster in ${kubeconfig}${endpoint ? ` with AWS at ${endpoint}` : ''}`,
@@ -389,7 +390,7 @@ async function uninstallCommand(flags: Flags): Promise<number> {
   console.log(`Load balancer resources of cluster ${config.clusterName}, by owning Service:`);
   for (const [uid, key] of plan.owners) console.log(`  ${key} (uid ${uid})`);
   if (plan.owners.size === 0) console.log('  (none)');
-  console.log('Services holding the finalizer:');
+  console.log(`Services holding the finalizer ${finalizerFor(config)}:`);
   for (const key of plan.finalized) console.log(`  ${key}`);
   if (plan.finalized.length === 0) console.log('  (none)');
   if (!flags.yes) {
