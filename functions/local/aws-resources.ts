@@ -45,7 +45,6 @@ export async function ensureQueueAndTable(
   create: boolean,
 ): Promise<{ queueUrl: string; tableName: string }> {
   const sqs = new SQSClient(clientConfig(aws));
-  const ddb = new DynamoDBClient(clientConfig(aws));
   let queueUrl: string | undefined;
   try {
     queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: names.queueName }))).QueueUrl;
@@ -77,25 +76,35 @@ export async function ensureQueueAndTable(
       )
     ).QueueUrl;
   }
+  await ensureTable(aws, names.tableName, create);
+  return { queueUrl: queueUrl ?? '', tableName: names.tableName };
+}
+
+/** The state table with the key layout of the StateStore: found, created, or a clear error. */
+export async function ensureTable(
+  aws: AwsAccess,
+  tableName: string,
+  create: boolean,
+): Promise<void> {
+  const ddb = new DynamoDBClient(clientConfig(aws));
   try {
-    await ddb.send(new DescribeTableCommand({ TableName: names.tableName }));
+    await ddb.send(new DescribeTableCommand({ TableName: tableName }));
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
     if (!create) {
-      throw new Error(`table ${names.tableName} does not exist (use --create-resources)`, {
+      throw new Error(`table ${tableName} does not exist (use --create-resources)`, {
         cause: error,
       });
     }
     await ddb.send(
       new CreateTableCommand({
-        TableName: names.tableName,
+        TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
         KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       }),
     );
   }
-  return { queueUrl: queueUrl ?? '', tableName: names.tableName };
 }
 
 export interface SimulatedNetwork {

@@ -8,7 +8,12 @@ import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
 import type { RuntimeLog } from '../runtime/context';
 import { createRuntime } from '../runtime/wiring';
-import { createSimulatedNetwork, ensureQueueAndTable, type AwsAccess } from './aws-resources';
+import {
+  createSimulatedNetwork,
+  ensureQueueAndTable,
+  ensureTable,
+  type AwsAccess,
+} from './aws-resources';
 import { FakeKubeApiServer } from './fake-kube';
 import { converged, LocalController, renderProgress } from './local-controller';
 import { MotoMissingError, startMotoServer } from './moto-server';
@@ -370,13 +375,15 @@ async function uninstallCommand(flags: Flags): Promise<number> {
       ? { credentials: state.aws.credentials }
       : {}),
   };
-  const names = {
-    queueName:
-      setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? 'serverless-service-controller-work',
-    tableName:
-      setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? 'serverless-service-controller-state',
+  // Uninstall needs the state table (the ARNs it recorded) but never the queue: after a CDK
+  // deploy, pass the StateTableName output.
+  const tableName =
+    setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? 'serverless-service-controller-state';
+  await ensureTable(aws, tableName, false);
+  const resources = {
+    queueUrl: `https://sqs.${region}.amazonaws.com/000000000000/unused-by-uninstall`,
+    tableName,
   };
-  const resources = await ensureQueueAndTable(aws, names, false);
   const config = controllerConfig(flags, aws, resources, kubeconfig, {
     ...(kubeconfig === state?.kubeconfig
       ? { clusterName: state.clusterName, vpcId: 'vpc-00000000' }

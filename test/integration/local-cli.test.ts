@@ -154,7 +154,6 @@ describe('the CLI in real mode', () => {
     `${clusterName}-state`,
     '--claim-classless',
   ];
-  const names = [`--queue-name`, `${clusterName}-work`, '--table-name', `${clusterName}-state`];
 
   beforeAll(async () => {
     kube = await FakeKubeApiServer.start();
@@ -277,7 +276,7 @@ describe('the CLI in real mode', () => {
     controller = undefined;
 
     const common = ['--kubeconfig', kubeconfig, '--cluster-name', clusterName, '--claim-classless'];
-    const vpc = ['--vpc-id', network.vpcId, ...names];
+    const vpc = ['--vpc-id', network.vpcId, '--table-name', `${clusterName}-state`];
     const dry = await cli(['uninstall', ...common, ...vpc], awsEnv);
     expect(dry.code, dry.output).toBe(0);
     expect(dry.output).toMatch(/default\/api \(uid /);
