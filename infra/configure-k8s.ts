@@ -4,7 +4,8 @@ import { forwarderConfigSchema } from '../functions/forwarder/config';
 /**
  * `npm run k8s:configure [-- cdk-outputs.json]`: writes what `kubectl apply -k infra/k8s` needs
  * from the stack's outputs (`npx cdk deploy --outputs-file cdk-outputs.json`): the forwarder's
- * configuration and its image. Nothing to edit by hand.
+ * configuration and its image. (With IRSA, the ServiceAccount's role annotation is still added by
+ * hand from the ForwarderRoleArn output; Pod Identity needs nothing.)
  */
 export function configureKustomization(
   outputs: Record<string, Record<string, string>>,

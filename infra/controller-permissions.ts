@@ -13,7 +13,7 @@ export interface ControllerPermissionsProps {
  * cluster's ownership tag, and change or delete only resources that already carry it. The condition
  * keys are the ones AWS documents for these services: `aws:RequestTag/<key>` on create,
  * `elasticloadbalancing:CreateAction` / `ec2:CreateAction` for tags applied by a create call,
- * `aws:ResourceTag/<key>` on existing resources. Nothing offline can evaluate these, so
+ * `aws:ResourceTag/<key>` on existing resources, `aws:TagKeys` to keep the ownership tags fixed. Nothing offline can evaluate these, so
  * test/infra/controller-stack.test.ts pins them.
  */
 export function controllerPermissions(
@@ -28,6 +28,9 @@ export function controllerPermissions(
   const loadBalancers = elb('loadbalancer/net/k8s-*');
   const targetGroups = elb('targetgroup/k8s-*');
   const securityGroups = ec2('security-group/*');
+  // Listeners are created with the ownership tags too (functions/aws/execute.ts).
+  const listeners = elb('listener/net/k8s-*/*');
+  const notOwnershipKeys = { 'aws:TagKeys': Object.values(ownershipTags) };
 
   return [
     new PolicyStatement({
@@ -62,10 +65,14 @@ export function controllerPermissions(
       sid: 'TagOnCreate',
       effect: Effect.ALLOW,
       actions: ['elasticloadbalancing:AddTags'],
-      resources: [loadBalancers, targetGroups],
+      resources: [loadBalancers, targetGroups, listeners],
       conditions: {
         StringEquals: {
-          'elasticloadbalancing:CreateAction': ['CreateLoadBalancer', 'CreateTargetGroup'],
+          'elasticloadbalancing:CreateAction': [
+            'CreateLoadBalancer',
+            'CreateTargetGroup',
+            'CreateListener',
+          ],
           ...requestsOurs,
         },
       },
@@ -74,8 +81,6 @@ export function controllerPermissions(
       sid: 'ChangeOwnedLoadBalancers',
       effect: Effect.ALLOW,
       actions: [
-        'elasticloadbalancing:AddTags',
-        'elasticloadbalancing:RemoveTags',
         'elasticloadbalancing:CreateListener',
         'elasticloadbalancing:DeleteLoadBalancer',
         'elasticloadbalancing:ModifyLoadBalancerAttributes',
@@ -86,21 +91,20 @@ export function controllerPermissions(
         'elasticloadbalancing:ModifyTargetGroupAttributes',
         'elasticloadbalancing:RegisterTargets',
         'elasticloadbalancing:DeregisterTargets',
-      ],
-      resources: [loadBalancers, targetGroups],
-      conditions: { StringEquals: ours },
-    }),
-    new PolicyStatement({
-      sid: 'ChangeListenersOfOurLoadBalancers',
-      effect: Effect.ALLOW,
-      actions: [
         'elasticloadbalancing:ModifyListener',
         'elasticloadbalancing:DeleteListener',
         'elasticloadbalancing:AddListenerCertificates',
       ],
-      // Listeners carry no tags of their own, so no tag condition applies; their ARNs name the
-      // load balancer, which limits them to listeners of `k8s-…` NLBs.
-      resources: [elb('listener/net/k8s-*/*')],
+      resources: [loadBalancers, targetGroups, listeners],
+      conditions: { StringEquals: ours },
+    }),
+    new PolicyStatement({
+      sid: 'RetagOwnedLoadBalancers',
+      effect: Effect.ALLOW,
+      actions: ['elasticloadbalancing:AddTags', 'elasticloadbalancing:RemoveTags'],
+      resources: [loadBalancers, targetGroups, listeners],
+      // The ownership tags themselves can be neither changed nor removed.
+      conditions: { StringEquals: ours, 'ForAllValues:StringNotEquals': notOwnershipKeys },
     }),
     new PolicyStatement({
       sid: 'CreateOwnedSecurityGroups',
@@ -126,14 +130,19 @@ export function controllerPermissions(
       sid: 'ChangeOwnedSecurityGroups',
       effect: Effect.ALLOW,
       actions: [
-        'ec2:CreateTags',
-        'ec2:DeleteTags',
         'ec2:AuthorizeSecurityGroupIngress',
         'ec2:RevokeSecurityGroupIngress',
         'ec2:DeleteSecurityGroup',
       ],
       resources: [securityGroups],
       conditions: { StringEquals: ours },
+    }),
+    new PolicyStatement({
+      sid: 'RetagOwnedSecurityGroups',
+      effect: Effect.ALLOW,
+      actions: ['ec2:CreateTags', 'ec2:DeleteTags'],
+      resources: [securityGroups],
+      conditions: { StringEquals: ours, 'ForAllValues:StringNotEquals': notOwnershipKeys },
     }),
   ];
 }

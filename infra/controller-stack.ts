@@ -175,7 +175,9 @@ export class ControllerStack extends Stack {
       environment,
       role: functionsRole,
       placement: functionPlacement,
-      timeout: Duration.minutes(5),
+      // Shorter than the sweep's lease (leaseSeconds), which it does not renew; what one pass
+      // leaves is picked up by the next.
+      timeout: Duration.seconds(syncTimeout.toSeconds() * 2 - 10),
     });
 
     // The node-sync period itself is a chain of delayed messages (docs/runtime.md); the
@@ -222,7 +224,10 @@ export class ControllerStack extends Stack {
         }),
       );
     } else {
-      if (settings.clusterEndpoint === undefined) {
+      if (
+        settings.clusterEndpoint === undefined ||
+        settings.clusterCertificateAuthorityData === undefined
+      ) {
         functionsRole.addToPrincipalPolicy(
           new PolicyStatement({
             actions: ['eks:DescribeCluster'],

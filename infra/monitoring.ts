@@ -78,7 +78,8 @@ export class ControllerMonitoring extends Construct {
     alarm(
       'FunctionErrors',
       new MathExpression({
-        expression: fns.map((_, i) => `e${i}`).join('+'),
+        // FILL: a function that did not run in a period has no datapoint, which would blank the sum.
+        expression: fns.map((_, i) => `FILL(e${i}, 0)`).join('+'),
         usingMetrics: Object.fromEntries(
           fns.map(([, fn], i) => [`e${i}`, fn.metricErrors({ period, statistic: 'Sum' })]),
         ),
@@ -91,7 +92,7 @@ export class ControllerMonitoring extends Construct {
     alarm(
       'Throttles',
       new MathExpression({
-        expression: fns.map((_, i) => `t${i}`).join('+'),
+        expression: fns.map((_, i) => `FILL(t${i}, 0)`).join('+'),
         usingMetrics: Object.fromEntries(
           fns.map(([, fn], i) => [`t${i}`, fn.metricThrottles({ period, statistic: 'Sum' })]),
         ),

@@ -40,7 +40,7 @@ export function acknowledgeFunctionRoleWildcards(functionsRole: IConstruct): voi
     {
       id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'listener/net/k8s-*/*')}]`,
       reason:
-        'Listeners carry no tags to condition on; the ARN pattern limits them to listeners of k8s-* NLBs, and listeners can only be created on NLBs carrying the ownership tag.',
+        'Listeners are created with generated IDs; every statement on them requires the cluster ownership tag (aws:RequestTag on create, aws:ResourceTag after).',
     },
     {
       id: `AwsSolutions-IAM5[${arn('ec2', 'security-group/*')}]`,

@@ -65,7 +65,11 @@ export const controllerSettingsSchema = z.object({
   clusterCertificateAuthorityData: z.optional(z.string().check(z.minLength(1))),
   /** Self-managed clusters: a Secrets Manager secret holding a kubeconfig (instead of EKS access). */
   kubernetesSecretArn: z.optional(
-    matching(/^arn:aws[a-z-]*:secretsmanager:/, 'a Secrets Manager secret ARN'),
+    // The full ARN: IAM matches a partial one (without the six-character suffix) to nothing.
+    matching(
+      /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/,
+      "a Secrets Manager secret's full ARN, with its six-character suffix",
+    ),
   ),
   /** How the forwarder gets AWS credentials on EKS. */
   forwarderIdentity: z._default(z.enum(['pod-identity', 'irsa', 'none']), 'pod-identity'),
@@ -100,6 +104,14 @@ export function settingsFromContext(tryGetContext: (key: string) => unknown): Co
   const result = controllerSettingsSchema.safeParse(raw);
   if (result.success) {
     const { forwarderIdentity, oidcProviderArn, oidcIssuer } = result.data;
+    if (
+      (result.data.clusterEndpoint === undefined) !==
+      (result.data.clusterCertificateAuthorityData === undefined)
+    ) {
+      throw new Error(
+        'invalid settings:\n  - clusterEndpoint, clusterCertificateAuthorityData: give both or neither',
+      );
+    }
     if (
       forwarderIdentity === 'irsa' &&
       (oidcProviderArn === undefined || oidcIssuer === undefined)

@@ -34,7 +34,7 @@ import type { Service } from '../core/objects';
 import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
 import type { Plan, ResourceRef, Step } from './model/plan';
-import { ownershipOf } from './model/naming';
+import { ownershipOf, resourceTags } from './model/naming';
 import type {
   DesiredListener,
   DesiredLoadBalancer,
@@ -258,6 +258,15 @@ class PlanRun {
           new CreateListenerCommand({
             LoadBalancerArn: this.requireLoadBalancer(),
             ...this.listenerFields(listener),
+            // Ownership tags on listeners too, so IAM can limit listener changes to ours.
+            Tags: tagList(
+              resourceTags(
+                this.request.clusterName,
+                this.request.service,
+                `listener:${listener.port}`,
+                {},
+              ),
+            ),
           }),
         );
         await this.addExtraCertificates(created.Listeners?.[0]?.ListenerArn, listener);

@@ -199,7 +199,7 @@ describe('CDK app (infra/)', () => {
       [['services'], ['get', 'patch']],
       [['services/status'], ['patch']],
       [['nodes'], ['list']],
-      [['events'], ['create', 'patch']],
+      [['events'], ['create', 'get', 'patch']],
     ]);
     const binding = docs.find((d) => d.kind === 'ClusterRoleBinding');
     expect(binding?.subjects).toEqual([
@@ -263,16 +263,12 @@ describe('CDK app (infra/)', () => {
       'aws:ResourceTag/serverless-service-controller.io/cluster',
       'elasticloadbalancing:CreateAction',
       'ec2:CreateAction',
+      'aws:TagKeys',
     ]);
     const mutating = (a: string) =>
       /^(elasticloadbalancing|ec2):/.test(a) && !/:(Describe|Get)/.test(a);
     // The only mutations without a tag condition, each narrowed otherwise.
-    const unconditioned = new Map([
-      ['elasticloadbalancing:ModifyListener', 'listener/net/k8s-*/*'],
-      ['elasticloadbalancing:DeleteListener', 'listener/net/k8s-*/*'],
-      ['elasticloadbalancing:AddListenerCertificates', 'listener/net/k8s-*/*'],
-      ['ec2:CreateSecurityGroup', 'vpc/vpc-0123abcd'],
-    ]);
+    const unconditioned = new Map([['ec2:CreateSecurityGroup', 'vpc/vpc-0123abcd']]);
     for (const s of statements) {
       for (const action of actionsOf(s).filter(mutating)) {
         if (s.Condition === undefined) {
@@ -286,6 +282,19 @@ describe('CDK app (infra/)', () => {
         expect(keys.some((k) => k.endsWith('serverless-service-controller.io/cluster'))).toBe(true);
         expect(JSON.stringify(s.Condition)).toContain('"demo"');
       }
+    }
+    // Tag changes on existing resources may not touch the ownership tags.
+    const retags = statements.filter((s) =>
+      actionsOf(s).some((a) => ['elasticloadbalancing:RemoveTags', 'ec2:DeleteTags'].includes(a)),
+    );
+    expect(retags).toHaveLength(2);
+    for (const s of retags) {
+      expect(s.Condition?.['ForAllValues:StringNotEquals']?.['aws:TagKeys']).toEqual(
+        expect.arrayContaining([
+          'serverless-service-controller.io/cluster',
+          'serverless-service-controller.io/service-uid',
+        ]),
+      );
     }
     // Creation is only allowed with the tag on the request.
     const creates = statements.filter((s) =>
@@ -377,6 +386,32 @@ describe('CDK app (infra/)', () => {
     );
     documented.delete('setting');
     expect([...documented].sort()).toEqual([...settingNames].sort());
+  });
+
+  it('grants eks:DescribeCluster on the cluster only when the endpoint and CA are not both given', () => {
+    const describe = (context: Record<string, unknown>) =>
+      statementsOf(synth(context).template, 'FunctionsRole').filter((s) =>
+        actionsOf(s).includes('eks:DescribeCluster'),
+      );
+    const [lookup] = describe({});
+    expect(JSON.stringify(lookup?.Resource)).toContain(':cluster/demo');
+    expect(
+      describe({
+        clusterEndpoint: 'https://ABC.gr7.us-east-1.eks.amazonaws.com',
+        clusterCertificateAuthorityData: 'LS0tLS1CRUdJTg==',
+      }),
+    ).toEqual([]);
+    expect(() => synth({ clusterEndpoint: 'https://ABC.gr7.us-east-1.eks.amazonaws.com' })).toThrow(
+      /give both or neither/,
+    );
+  });
+
+  it('refuses a partial secret ARN, which IAM would match to no secret', () => {
+    expect(() =>
+      synth({
+        kubernetesSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig',
+      }),
+    ).toThrow(/six-character suffix/);
   });
 
   it('k8s:configure writes the forwarder configuration and image from the stack outputs', () => {

@@ -7,11 +7,13 @@ import {
   DescribeTargetGroupsCommand,
   DescribeTargetGroupAttributesCommand,
   DescribeTargetHealthCommand,
+  ElasticLoadBalancingV2Client,
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { ownershipTags } from '../../functions/aws/model/naming';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
@@ -98,6 +100,22 @@ describe('NlbProvider against moto', () => {
     );
     expect(world.lb?.LoadBalancerName?.length).toBeLessThanOrEqual(32);
     expect(world.listeners.map((l) => `${l.Protocol}:${l.Port}`)).toEqual(['TCP:80', 'TCP:443']);
+    // Listeners carry the ownership tags, which the IAM policy's listener statements require.
+    const elbv2 = cluster.account.client(ElasticLoadBalancingV2Client);
+    const listenerTags = await elbv2.send(
+      new DescribeTagsCommand({ ResourceArns: world.listeners.map((l) => l.ListenerArn ?? '') }),
+    );
+    expect(
+      listenerTags.TagDescriptions?.map((d) =>
+        Object.fromEntries((d.Tags ?? []).map((t) => [t.Key, t.Value])),
+      ),
+    ).toEqual([
+      expect.objectContaining({
+        [ownershipTags.cluster]: cluster.settings.clusterName,
+        [ownershipTags.resource]: 'listener:80',
+      }),
+      expect.objectContaining({ [ownershipTags.resource]: 'listener:443' }),
+    ]);
     expect(world.groups.map((g) => `${g.Protocol}:${g.Port}:${g.HealthCheckProtocol}`)).toEqual([
       'TCP:30080:TCP',
       'TCP:30443:TCP',
