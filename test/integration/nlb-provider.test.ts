@@ -106,8 +106,8 @@ describe('NlbProvider against moto', () => {
       new DescribeTagsCommand({ ResourceArns: world.listeners.map((l) => l.ListenerArn ?? '') }),
     );
     expect(
-      listenerTags.TagDescriptions?.map((d) =>
-        Object.fromEntries((d.Tags ?? []).map((t) => [t.Key, t.Value])),
+      listenerTags.TagDescriptions?.map((d): Record<string, string> =>
+        Object.fromEntries((d.Tags ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])),
       ),
     ).toEqual([
       expect.objectContaining({
