@@ -22,48 +22,60 @@ export async function runNodeSync(
 ): Promise<void> {
   const acquired = await ctx.store.acquire(nodeSyncLease, ctx.newOwner(), ctx.config.leaseSeconds);
   if (!acquired.acquired) {
+    // The running pass sees the dirty flag this acquire left and runs again; a tick of the
+    // current chain must still schedule the next one, or the chain would stop here.
     ctx.metrics.count('BusyKeys');
+    await continueChain(ctx, triggers);
     return;
   }
   const lease = acquired.lease;
-  for (let pass = 1; pass <= maxPasses; pass++) {
-    const started = ctx.base.clock.now().getTime();
-    const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease) });
-    if (result.servicesToUpdate.length > 0) {
-      await ctx.queue.send(
-        result.servicesToUpdate.map((key) => ({
-          v: 1,
-          kind: 'hosts',
-          key,
-          reason: 'hosts changed',
-        })),
-      );
+  try {
+    for (let pass = 1; pass <= maxPasses; pass++) {
+      const started = ctx.base.clock.now().getTime();
+      const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease) });
+      if (result.servicesToUpdate.length > 0) {
+        await ctx.queue.send(
+          result.servicesToUpdate.map((key) => ({
+            v: 1,
+            kind: 'hosts',
+            key,
+            reason: 'hosts changed',
+          })),
+        );
+      }
+      ctx.metrics.milliseconds('NodeSyncDuration', ctx.base.clock.now().getTime() - started);
+      ctx.metrics.count('EligibleHosts', result.eligibleHosts);
+      ctx.log.info('node sync', {
+        eligibleHosts: result.eligibleHosts,
+        changed: result.changed,
+        hostUpdates: result.servicesToUpdate.length,
+        pass,
+      });
+      const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
+      if (finish.kind !== 'again') break;
     }
-    ctx.metrics.milliseconds('NodeSyncDuration', ctx.base.clock.now().getTime() - started);
-    ctx.metrics.count('EligibleHosts', result.eligibleHosts);
-    ctx.log.info('node sync', {
-      eligibleHosts: result.eligibleHosts,
-      changed: result.changed,
-      hostUpdates: result.servicesToUpdate.length,
-      pass,
-    });
-    const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
-    if (finish.kind !== 'again') break;
+  } catch (error) {
+    // Give the lease back so the retry (after its backoff) is not turned away as busy.
+    await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds).catch(() => undefined);
+    throw error;
   }
-  const now = ctx.base.clock.now();
-  await ctx.store.setAttributes(nodeSyncLease, { lastRunAt: now.toISOString() });
-  // Keep the timer chain going, if this pass was its tick.
+  await ctx.store.setAttributes(nodeSyncLease, { lastRunAt: ctx.base.clock.now().toISOString() });
+  await continueChain(ctx, triggers);
+}
+
+/** Keeps the timer chain going when one of the triggers is the current chain's tick. */
+async function continueChain(
+  ctx: RuntimeContext,
+  triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
+): Promise<void> {
   const item = await ctx.store.getItem(nodeSyncLease);
-  for (const trigger of triggers) {
-    if (trigger.chain !== undefined && trigger.chain === item?.chain) {
-      await ctx.store.setAttributes(nodeSyncLease, { lastTickAt: now.getTime() });
-      await ctx.queue.send(
-        [{ v: 1, kind: 'node', reason: 'tick', chain: trigger.chain }],
-        ctx.config.nodeSyncPeriodSeconds,
-      );
-      break;
-    }
-  }
+  const tick = triggers.find((t) => t.chain !== undefined && t.chain === item?.chain);
+  if (tick?.chain === undefined) return;
+  await ctx.store.setAttributes(nodeSyncLease, { lastTickAt: ctx.base.clock.now().getTime() });
+  await ctx.queue.send(
+    [{ v: 1, kind: 'node', reason: 'tick', chain: tick.chain }],
+    ctx.config.nodeSyncPeriodSeconds,
+  );
 }
 
 /**

@@ -80,12 +80,20 @@ export async function processWorkBatch(
           // Node sync is re-driven by the schedule; a failed pass is reported, not retried hot.
           ctx.log.error('node sync failed', { error: errorMessage(error) });
           ctx.metrics.count('NodeSyncFailures');
-          const first = nodeMessages[0];
+          // One message comes back after a backoff that grows with its receives (the others are
+          // covered by it); past the resend limit a fresh copy replaces it, so an outage of the
+          // Kubernetes API never walks node messages, the timer tick among them, into the DLQ.
+          const first = nodeMessages.find((n) => n.message.chain !== undefined) ?? nodeMessages[0];
           if (first !== undefined) {
-            await ctx.queue
-              .changeVisibility(first.record.receiptHandle, ctx.config.backoffBaseSeconds)
-              .catch(() => undefined);
-            failures.push({ itemIdentifier: first.record.messageId });
+            const delay = backoffSeconds(
+              first.record.receiveCount,
+              ctx.config.backoffBaseSeconds,
+              ctx.config.backoffMaxSeconds,
+            );
+            const failed = await comeBackLater(first.record, first.message, delay, ctx).catch(
+              () => first.record.messageId,
+            );
+            if (failed !== undefined) failures.push({ itemIdentifier: failed });
           }
         }
       })(),

@@ -309,4 +309,32 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(await world.queueDepth()).toMatchObject({ delayed: 1 });
     expect(await runNodeSync(world.runtime, [])).toBeUndefined();
   });
+
+  it('a tick that finds node sync running still schedules the next tick, so the chain goes on', async () => {
+    const { scheduleTick, nodeSyncLease } = await import('../../functions/runtime/node-sync');
+    await scheduleTick(world.runtime);
+    const [tick] = await world.receive(1);
+    const held = await world.runtime.store.acquire(nodeSyncLease, 'another-pass', 60);
+    expect(held.acquired).toBe(true);
+    const result = await world.handle([tick!]);
+    expect(result.batchItemFailures).toEqual([]);
+    expect(await world.queueDepth()).toMatchObject({ visible: 0, delayed: 1 });
+  });
+
+  it('backs off node sync during a Kubernetes API outage, and replaces the tick past the resend limit instead of walking it to the DLQ', async () => {
+    const { scheduleTick } = await import('../../functions/runtime/node-sync');
+    await scheduleTick(world.runtime);
+    const [tick] = await world.receive(1);
+    world.kube.failNextRequests(100, 500, { path: /\/nodes/ });
+    const early = await world.handle([{ ...tick!, receiveCount: 1 }]);
+    expect(early.batchItemFailures).toEqual([{ itemIdentifier: tick!.messageId }]);
+    expect(world.metrics.get('NodeSyncFailures')).toBe(1);
+
+    const late = await world.handle([{ ...tick!, receiveCount: 8 }]);
+    expect(late.batchItemFailures).toEqual([]);
+    // The fresh copy is the same tick of the same chain, delayed by the grown backoff.
+    const depth = await world.queueDepth();
+    expect(depth.delayed + depth.inFlight).toBeGreaterThanOrEqual(1);
+    expect(world.metrics.get('NodeSyncFailures')).toBe(2);
+  });
 });
