@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  DescribeLoadBalancersCommand,
   ElasticLoadBalancingV2Client,
+  paginateDescribeLoadBalancers,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 
@@ -105,10 +106,13 @@ async function main(): Promise<void> {
     });
     console.log(`NLB ready: ${hostname}`);
     const elbv2 = new ElasticLoadBalancingV2Client({});
-    const dnsNames = async () =>
-      ((await elbv2.send(new DescribeLoadBalancersCommand({}))).LoadBalancers ?? []).map(
-        (lb) => lb.DNSName,
-      );
+    const dnsNames = async () => {
+      const names: (string | undefined)[] = [];
+      for await (const page of paginateDescribeLoadBalancers({ client: elbv2 }, {})) {
+        names.push(...(page.LoadBalancers ?? []).map((lb) => lb.DNSName));
+      }
+      return names;
+    };
     if (!(await dnsNames()).includes(hostname)) throw new Error(`no NLB with DNS name ${hostname}`);
     run('kubectl', ['delete', 'service', service, '--wait=true', '--timeout=600s']);
     if ((await dnsNames()).includes(hostname))
@@ -116,8 +120,28 @@ async function main(): Promise<void> {
     console.log('smoke:aws passed: NLB created for the Service and deleted with it.');
   } finally {
     if (deployed) {
+      // The Service first, while the controller still runs: it deletes the NLB and releases the
+      // finalizer. Then the forwarder, the stack, and the table the stack keeps on destroy.
+      try {
+        run('kubectl', [
+          'delete',
+          'service',
+          service,
+          '--ignore-not-found',
+          '--wait=true',
+          '--timeout=600s',
+        ]);
+      } catch (error) {
+        console.error(`could not delete the smoke Service: ${String(error)}`);
+      }
       run('kubectl', ['delete', '-k', 'infra/k8s', '--ignore-not-found']);
+      const outputs = JSON.parse(readFileSync('cdk-outputs.json', 'utf8')) as Record<
+        string,
+        Record<string, string>
+      >;
       run('npx', ['cdk', 'destroy', stackName, ...context, '--force']);
+      const table = outputs[stackName]?.StateTableName;
+      if (table) await new DynamoDBClient({}).send(new DeleteTableCommand({ TableName: table }));
     }
   }
 }

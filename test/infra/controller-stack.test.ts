@@ -228,6 +228,14 @@ describe('CDK app (infra/)', () => {
     expect(text).toContain('Errors');
     expect(text).toContain('Throttles');
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([topic]);
+    // Every alarm points at its section of the runbook, and the section exists.
+    const runbook = readFileSync('docs/operations.md', 'utf8');
+    for (const alarm of alarms) {
+      const anchor = /docs\/operations\.md#([a-z]+)/.exec(alarm.Properties.AlarmDescription)?.[1];
+      expect(runbook).toContain(`## ${anchor ?? '(no anchor)'}`);
+    }
+    // Errors and throttles of functions that did not run in a period count as zero, not as missing.
+    expect(text).toContain('FILL(e0, 0)+FILL(e1, 0)+FILL(e2, 0)');
     const body = JSON.stringify(
       Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0],
     );
