@@ -175,6 +175,11 @@ export class FakeKubeApiServer {
         sendJson(res, 200, { major: '1', minor: '34', gitVersion: 'v1.34.0-fake' });
         return;
       }
+      const discovery = discoveryDocument(url.pathname);
+      if (discovery !== undefined && method === 'GET') {
+        sendJson(res, 200, discovery);
+        return;
+      }
       const route = parseRoute(url.pathname);
       const body =
         method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : null;
@@ -491,4 +496,50 @@ function sendJson(res: ServerResponse, status: number, body: Json): void {
     'Content-Length': Buffer.byteLength(text),
   });
   res.end(text);
+}
+
+/**
+ * API discovery, so kubectl can map `services`, `svc`, `nodes` and `events` to their paths. Only
+ * core/v1 is served; no API groups.
+ */
+function discoveryDocument(path: string): Json | undefined {
+  const verbs = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
+  switch (path.replace(/\/$/, '')) {
+    case '/api':
+      return {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }],
+      };
+    case '/apis':
+      return { kind: 'APIGroupList', apiVersion: 'v1', groups: [] };
+    case '/api/v1':
+      return {
+        kind: 'APIResourceList',
+        groupVersion: 'v1',
+        resources: [
+          ...Object.entries(resources).map(([name, resource]) => ({
+            name,
+            singularName: resource.kind.toLowerCase(),
+            namespaced: resource.namespaced,
+            kind: resource.kind,
+            verbs,
+            ...(name === 'services' ? { shortNames: ['svc'] } : {}),
+            ...(name === 'nodes' ? { shortNames: ['no'] } : {}),
+            ...(name === 'events' ? { shortNames: ['ev'] } : {}),
+          })),
+          ...Object.entries(resources)
+            .filter(([, resource]) => resource.hasStatusSubresource)
+            .map(([name, resource]) => ({
+              name: `${name}/status`,
+              singularName: '',
+              namespaced: resource.namespaced,
+              kind: resource.kind,
+              verbs: ['get', 'patch', 'update'],
+            })),
+        ],
+      };
+    default:
+      return undefined;
+  }
 }
