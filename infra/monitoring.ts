@@ -75,30 +75,23 @@ export class ControllerMonitoring extends Construct {
       props.oldestMessageAlarmSeconds ?? 900,
       'Work has waited longer than backoff explains: syncs are stuck or throttled.',
     );
+    // FILL: a function that did not run in a period has no datapoint, which would blank the sum.
+    const total = (label: string, metric: (fn: IFunction) => IMetric) =>
+      new MathExpression({
+        expression: fns.map((_, i) => `FILL(m${i}, 0)`).join('+'),
+        usingMetrics: Object.fromEntries(fns.map(([, fn], i) => [`m${i}`, metric(fn)])),
+        label,
+        period,
+      });
     alarm(
       'FunctionErrors',
-      new MathExpression({
-        // FILL: a function that did not run in a period has no datapoint, which would blank the sum.
-        expression: fns.map((_, i) => `FILL(e${i}, 0)`).join('+'),
-        usingMetrics: Object.fromEntries(
-          fns.map(([, fn], i) => [`e${i}`, fn.metricErrors({ period, statistic: 'Sum' })]),
-        ),
-        label: 'function errors',
-        period,
-      }),
+      total('function errors', (fn) => fn.metricErrors({ period, statistic: 'Sum' })),
       0,
       'A controller function failed (not a sync outcome: a crash or timeout).',
     );
     alarm(
       'Throttles',
-      new MathExpression({
-        expression: fns.map((_, i) => `FILL(t${i}, 0)`).join('+'),
-        usingMetrics: Object.fromEntries(
-          fns.map(([, fn], i) => [`t${i}`, fn.metricThrottles({ period, statistic: 'Sum' })]),
-        ),
-        label: 'function throttles',
-        period,
-      }),
+      total('function throttles', (fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
       0,
       'Lambda throttled a controller function (account concurrency).',
     );

@@ -109,6 +109,7 @@ export async function ensureTable(
 
 export interface SimulatedNetwork {
   readonly vpcId: string;
+  readonly subnetIds: readonly string[];
   readonly backendSecurityGroupId: string;
   /** Starts EC2 instances in the simulated VPC; returns node names and providerIDs. */
   addInstances(count: number): Promise<{ name: string; providerID: string }[]>;
@@ -121,8 +122,8 @@ export interface SimulatedNetwork {
 export async function createSimulatedNetwork(
   aws: AwsAccess,
   clusterName: string,
+  ec2: EC2Client = new EC2Client(clientConfig(aws)),
 ): Promise<SimulatedNetwork> {
-  const ec2 = new EC2Client(clientConfig(aws));
   const vpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.0.0.0/16' }));
   const vpcId = vpc.Vpc?.VpcId ?? '';
   const subnetIds: string[] = [];
@@ -156,6 +157,7 @@ export async function createSimulatedNetwork(
   let started = 0;
   return {
     vpcId,
+    subnetIds,
     backendSecurityGroupId: backend.GroupId ?? '',
     addInstances: async (count) => {
       const run = await ec2.send(

@@ -235,7 +235,7 @@ describe('CDK app (infra/)', () => {
       expect(runbook).toContain(`## ${anchor ?? '(no anchor)'}`);
     }
     // Errors and throttles of functions that did not run in a period count as zero, not as missing.
-    expect(text).toContain('FILL(e0, 0)+FILL(e1, 0)+FILL(e2, 0)');
+    expect(text).toContain('FILL(m0, 0)+FILL(m1, 0)+FILL(m2, 0)');
     const body = JSON.stringify(
       Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0],
     );

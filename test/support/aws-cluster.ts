@@ -1,10 +1,4 @@
-import {
-  CreateSecurityGroupCommand,
-  CreateSubnetCommand,
-  CreateVpcCommand,
-  EC2Client,
-  RunInstancesCommand,
-} from '@aws-sdk/client-ec2';
+import { EC2Client } from '@aws-sdk/client-ec2';
 import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import {
   GetResourcesCommand,
@@ -15,7 +9,8 @@ import type { ProviderSettings } from '../../functions/aws/model/desired';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import type { Host } from '../../functions/core/hosts';
 import { AwsCallRecorder } from './aws-calls';
-import { MotoAccount } from './moto';
+import { createSimulatedNetwork } from '../../functions/local/aws-resources';
+import { MotoAccount, testRegion } from './moto';
 
 export const testClusterName = 'test-cluster';
 
@@ -49,56 +44,14 @@ export async function createAwsCluster(
   const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient));
   const setup = account.client(EC2Client);
 
-  const vpc = await setup.send(new CreateVpcCommand({ CidrBlock: '10.0.0.0/16' }));
-  const vpcId = vpc.Vpc?.VpcId ?? '';
-  const subnetIds: string[] = [];
-  for (const [i, zone] of ['us-east-1a', 'us-east-1b'].entries()) {
-    const subnet = await setup.send(
-      new CreateSubnetCommand({
-        VpcId: vpcId,
-        CidrBlock: `10.0.${i + 1}.0/24`,
-        AvailabilityZone: zone,
-        TagSpecifications: [
-          {
-            ResourceType: 'subnet',
-            Tags: [
-              { Key: 'kubernetes.io/role/elb', Value: '1' },
-              { Key: 'kubernetes.io/role/internal-elb', Value: '1' },
-              { Key: `kubernetes.io/cluster/${testClusterName}`, Value: 'shared' },
-              { Key: 'Name', Value: `subnet-${zone}` },
-            ],
-          },
-        ],
-      }),
-    );
-    subnetIds.push(subnet.Subnet?.SubnetId ?? '');
-  }
-  const backend = await setup.send(
-    new CreateSecurityGroupCommand({
-      GroupName: 'backend',
-      Description: 'NLB to nodes',
-      VpcId: vpcId,
-    }),
-  );
-
-  const addHosts = async (count: number): Promise<Host[]> => {
-    const started = await setup.send(
-      new RunInstancesCommand({
-        ImageId: 'ami-12c6146b',
-        MinCount: count,
-        MaxCount: count,
-        SubnetId: subnetIds[0],
-      }),
-    );
-    return (started.Instances ?? []).map((instance, i) => {
-      const id = instance.InstanceId ?? '';
-      return {
-        name: `node-${id.slice(-6)}-${i}`,
-        providerID: `aws:///us-east-1a/${id}`,
-        instanceId: id,
-      };
-    });
-  };
+  const network = await createSimulatedNetwork({ region: testRegion }, testClusterName, setup);
+  const { vpcId, subnetIds } = network;
+  const backend = { GroupId: network.backendSecurityGroupId };
+  const addHosts = async (count: number): Promise<Host[]> =>
+    (await network.addInstances(count)).map((node) => ({
+      ...node,
+      instanceId: node.providerID.slice(node.providerID.lastIndexOf('/') + 1),
+    }));
   const hosts = await addHosts(nodeCount);
   recorder.reset();
 
