@@ -1,0 +1,73 @@
+import { PutEventsCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { eventSource, type LifecycleEvent } from '../events/lifecycle-events';
+
+/** PutEvents takes at most ten entries a call. */
+const maxEntriesPerCall = 10;
+
+export interface PublishReport {
+  readonly published: number;
+  /** Entries still rejected after every attempt; counted in a metric, never thrown. */
+  readonly failed: number;
+}
+
+export interface EventBridgePublisherOptions {
+  /** The bus name or ARN; `default` for the account's default bus. */
+  readonly busName: string;
+  readonly attempts?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly onFailure?: (failed: number, reason: string) => void;
+}
+
+/**
+ * Publishes lifecycle events with PutEvents, ten entries a call. PutEvents succeeds as a call
+ * while rejecting single entries (throttling, internal errors), so rejected entries are retried on
+ * their own, with backoff. Publishing never fails a sync: what is still rejected is reported.
+ */
+export class EventBridgePublisher {
+  constructor(
+    private readonly client: EventBridgeClient,
+    private readonly options: EventBridgePublisherOptions,
+  ) {}
+
+  async publish(events: readonly LifecycleEvent[]): Promise<PublishReport> {
+    let published = 0;
+    let failed = 0;
+    for (let i = 0; i < events.length; i += maxEntriesPerCall) {
+      const result = await this.publishBatch(events.slice(i, i + maxEntriesPerCall));
+      published += result.published;
+      failed += result.failed;
+    }
+    return { published, failed };
+  }
+
+  private async publishBatch(batch: readonly LifecycleEvent[]): Promise<PublishReport> {
+    const attempts = this.options.attempts ?? 3;
+    const sleep =
+      this.options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
+    let pending = [...batch];
+    let reason = '';
+    for (let attempt = 1; attempt <= attempts && pending.length > 0; attempt++) {
+      if (attempt > 1) await sleep(100 * 2 ** (attempt - 2));
+      try {
+        const result = await this.client.send(
+          new PutEventsCommand({
+            Entries: pending.map((event) => ({
+              EventBusName: this.options.busName,
+              Source: eventSource,
+              DetailType: event.detailType,
+              Detail: JSON.stringify(event.detail),
+            })),
+          }),
+        );
+        const entries = result.Entries ?? [];
+        const rejected = pending.filter((_, index) => entries[index]?.EventId === undefined);
+        reason = entries.find((e) => e.ErrorCode !== undefined)?.ErrorCode ?? reason;
+        pending = rejected;
+      } catch (error) {
+        reason = error instanceof Error ? error.name : String(error);
+      }
+    }
+    if (pending.length > 0) this.options.onFailure?.(pending.length, reason);
+    return { published: batch.length - pending.length, failed: pending.length };
+  }
+}

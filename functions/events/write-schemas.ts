@@ -1,0 +1,19 @@
+import { writeFileSync } from 'node:fs';
+import { detailJsonSchema, lifecycleDetailTypes } from './lifecycle-events';
+
+/**
+ * `npm run events:schemas`: writes the JSON Schema of each lifecycle event's detail to
+ * docs/events/v1/. A test fails when the files differ from what this would write.
+ */
+export function schemaFiles(): Record<string, string> {
+  return Object.fromEntries(
+    lifecycleDetailTypes.map((type) => [
+      `docs/events/v1/${type}.schema.json`,
+      `${JSON.stringify(detailJsonSchema(type), null, 2)}\n`,
+    ]),
+  );
+}
+
+if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+  for (const [path, text] of Object.entries(schemaFiles())) writeFileSync(path, text);
+}

@@ -1,0 +1,182 @@
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { EventBridgePublisher } from '../../functions/aws/eventbridge-publisher';
+import {
+  eventSource,
+  lifecycleEventProblem,
+  type LifecycleEvent,
+} from '../../functions/events/lifecycle-events';
+import { AwsCallRecorder } from '../support/aws-calls';
+import { MotoAccount } from '../support/moto';
+
+const common = { schemaVersion: 1 as const, cluster: 'test', correlationId: 'c-1' };
+const ref = (name: string) => ({ ...common, namespace: 'default', name, uid: `uid-${name}` });
+
+/** One of each kind, and more than one PutEvents call's worth. */
+function events(count: number): LifecycleEvent[] {
+  return Array.from({ length: count }, (_, i): LifecycleEvent => {
+    switch (i % 5) {
+      case 0:
+        return {
+          detailType: 'LoadBalancerEnsured',
+          detail: {
+            ...ref(`svc-${i}`),
+            dnsName: `k8s-${i}.elb.us-east-1.amazonaws.com`,
+            scheme: 'internal',
+            listeners: [{ port: 80, protocol: 'TCP', targetGroupArn: 'arn:tg' }],
+            loadBalancerArn: 'arn:lb',
+          },
+        };
+      case 1:
+        return {
+          detailType: 'LoadBalancerHostsUpdated',
+          detail: { ...ref(`svc-${i}`), added: ['i-0abc'], removed: [] },
+        };
+      case 2:
+        return { detailType: 'LoadBalancerDeleted', detail: { ...ref(`svc-${i}`) } };
+      case 3:
+        return {
+          detailType: 'LoadBalancerSyncFailed',
+          detail: { ...ref(`svc-${i}`), reason: 'throttled', terminal: false, retryInSeconds: 5 },
+        };
+      default:
+        return {
+          detailType: 'NodeSetChanged',
+          detail: { ...common, added: [], removed: ['i-0def'], eligibleHosts: 2 },
+        };
+    }
+  });
+}
+
+let account: MotoAccount;
+let recorder: AwsCallRecorder;
+let client: EventBridgeClient;
+let sqs: SQSClient;
+let queueUrl: string;
+
+/** A custom bus with a rule that sends every controller event to an SQS queue, to read them back. */
+beforeEach(async () => {
+  account = new MotoAccount();
+  recorder = new AwsCallRecorder();
+  // One SDK attempt, so the publisher's own retry is what is tested.
+  client = recorder.attach(account.client(EventBridgeClient, { maxAttempts: 1 }));
+  sqs = account.client(SQSClient);
+  queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'events' }))).QueueUrl ?? '';
+  const queueArn = (
+    await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    )
+  ).Attributes?.QueueArn;
+  await client.send(new CreateEventBusCommand({ Name: 'controller' }));
+  await client.send(
+    new PutRuleCommand({
+      Name: 'all',
+      EventBusName: 'controller',
+      EventPattern: JSON.stringify({ source: [eventSource] }),
+    }),
+  );
+  await client.send(
+    new PutTargetsCommand({
+      Rule: 'all',
+      EventBusName: 'controller',
+      Targets: [{ Id: 'queue', Arn: queueArn }],
+    }),
+  );
+  recorder.reset();
+});
+
+async function readBack(): Promise<{ 'detail-type': string; source: string; detail: unknown }[]> {
+  const received: { 'detail-type': string; source: string; detail: unknown }[] = [];
+  for (let round = 0; round < 10; round++) {
+    const batch = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+      }),
+    );
+    if ((batch.Messages ?? []).length === 0) break;
+    for (const m of batch.Messages ?? []) {
+      received.push(JSON.parse(m.Body ?? '{}') as (typeof received)[number]);
+    }
+  }
+  return received;
+}
+
+describe('EventBridgePublisher against moto', () => {
+  it('publishes in PutEvents calls of ten, and a rule delivers every event, each valid against its schema', async () => {
+    const report = await new EventBridgePublisher(client, { busName: 'controller' }).publish(
+      events(12),
+    );
+    expect(report).toEqual({ published: 12, failed: 0 });
+    expect(recorder.count('PutEvents')).toBe(2);
+    const delivered = await readBack();
+    expect(delivered).toHaveLength(12);
+    for (const event of delivered) {
+      expect(event.source).toBe(eventSource);
+      expect(
+        lifecycleEventProblem({ detailType: event['detail-type'], detail: event.detail }),
+      ).toBeUndefined();
+    }
+  });
+
+  it('retries a failed call and still delivers everything once', async () => {
+    recorder.injectFault({ operation: 'PutEvents', kind: 'server-error', times: 1 });
+    const report = await new EventBridgePublisher(client, {
+      busName: 'controller',
+      sleep: () => Promise.resolve(),
+    }).publish(events(3));
+    expect(report).toEqual({ published: 3, failed: 0 });
+    expect(await readBack()).toHaveLength(3);
+  });
+
+  it('reports what it could not publish after every attempt, without throwing', async () => {
+    recorder.injectFault({ operation: 'PutEvents', kind: 'server-error' });
+    const failures: number[] = [];
+    const report = await new EventBridgePublisher(client, {
+      busName: 'controller',
+      attempts: 3,
+      sleep: () => Promise.resolve(),
+      onFailure: (failed) => failures.push(failed),
+    }).publish(events(4));
+    expect(report).toEqual({ published: 0, failed: 4 });
+    expect(failures).toEqual([4]);
+    expect(recorder.count('PutEvents')).toBe(3);
+  });
+
+  it('retries only the entries PutEvents rejected (stubbed: no emulator rejects single entries)', async () => {
+    const calls: number[] = [];
+    const stub = {
+      send: (command: { input: { Entries?: unknown[] } }) => {
+        const entries = command.input.Entries ?? [];
+        calls.push(entries.length);
+        // The first call rejects the second entry with a throttling code, as AWS can.
+        return Promise.resolve({
+          FailedEntryCount: calls.length === 1 ? 1 : 0,
+          Entries: entries.map((_, i) =>
+            calls.length === 1 && i === 1
+              ? { ErrorCode: 'ThrottlingException' }
+              : { EventId: `e${i}` },
+          ),
+        });
+      },
+    } as unknown as EventBridgeClient;
+    const report = await new EventBridgePublisher(stub, {
+      busName: 'controller',
+      sleep: () => Promise.resolve(),
+    }).publish(events(3));
+    expect(report).toEqual({ published: 3, failed: 0 });
+    expect(calls).toEqual([3, 1]);
+  });
+});
