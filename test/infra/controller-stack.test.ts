@@ -239,17 +239,23 @@ describe('CDK app (infra/)', () => {
     const body = JSON.stringify(
       Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0],
     );
-    for (const metric of [
-      'Syncs',
-      'SyncLatency',
-      'AwsCalls',
-      'Retries',
-      'NodeSyncDuration',
-      'MalformedMessages',
-      'ConcurrentExecutions',
-      'Duration',
+    // Each graph's metric as CloudWatch reads it: namespace then name (in the dashboard's JSON).
+    const metricRef = (namespace: string, name: string) => `\\"${namespace}\\",\\"${name}\\"`;
+    for (const name of ['SyncLatency', 'Retries', 'NodeSyncDuration', 'MalformedMessages']) {
+      expect(body, name).toContain(metricRef('ServerlessServiceController', name));
+    }
+    for (const name of ['Syncs', 'AwsCalls']) {
+      expect(body, name).toContain(`MetricName=\\\\\\"${name}\\\\\\"`);
+    }
+    for (const name of ['Errors', 'Throttles', 'Duration', 'ConcurrentExecutions']) {
+      expect(body, name).toContain(metricRef('AWS/Lambda', name));
+    }
+    for (const name of [
+      'ApproximateNumberOfMessagesVisible',
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateAgeOfOldestMessage',
     ]) {
-      expect(body).toContain(metric);
+      expect(body, name).toContain(metricRef('AWS/SQS', name));
     }
   });
 
