@@ -365,11 +365,11 @@ export class ControllerStack extends Stack {
     settings: ControllerSettings,
   ): ISecurityGroup | undefined {
     if (settings.nodeSecurityGroupIds.length === 0) return undefined;
-    const group = new SecurityGroup(this, 'BackendSecurityGroup', {
+    const group = this.closedSecurityGroup(
+      'BackendSecurityGroup',
       vpc,
-      description: `NLBs of serverless-service-controller for ${settings.clusterName}`,
-      allowAllOutbound: false,
-    });
+      `NLBs of serverless-service-controller for ${settings.clusterName}`,
+    );
     settings.nodeSecurityGroupIds.forEach((nodeGroupId, index) => {
       new CfnSecurityGroupEgress(this, `NlbToNodes${index}`, {
         groupId: group.securityGroupId,
@@ -399,16 +399,21 @@ export class ControllerStack extends Stack {
     return group;
   }
 
+  /** A security group with no outbound rule until one is added: egress is granted, not assumed. */
+  private closedSecurityGroup(id: string, vpc: IVpc, description: string): SecurityGroup {
+    return new SecurityGroup(this, id, { vpc, description, allowAllOutbound: false });
+  }
+
   private functionPlacement(
     vpc: IVpc,
     settings: ControllerSettings,
   ): FunctionPlacement | undefined {
     if (settings.functionSubnetIds.length === 0) return undefined;
-    const securityGroup = new SecurityGroup(this, 'FunctionSecurityGroup', {
+    const securityGroup = this.closedSecurityGroup(
+      'FunctionSecurityGroup',
       vpc,
-      description: 'serverless-service-controller functions (to the cluster endpoint and AWS APIs)',
-      allowAllOutbound: false,
-    });
+      'serverless-service-controller functions (to the cluster endpoint and AWS APIs)',
+    );
     securityGroup.addEgressRule(
       Peer.anyIpv4(),
       Port.tcp(443),

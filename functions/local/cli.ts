@@ -19,6 +19,9 @@ import { converged, LocalController, renderProgress } from './local-controller';
 import { MotoMissingError, startMotoServer } from './moto-server';
 import { planUninstall, uninstall } from './uninstall';
 
+const defaultQueueName = 'serverless-service-controller-work';
+const defaultTableName = 'serverless-service-controller-state';
+
 const usage = `serverless-service-controller: the whole controller on one machine
 
 Usage:
@@ -42,8 +45,8 @@ Options (each also from the environment variable shown):
   --region REGION              AWS_REGION              default us-east-1
   --vpc-id ID                  SSC_VPC_ID              real mode: the cluster VPC
   --backend-security-group-id ID  SSC_BACKEND_SECURITY_GROUP_ID
-  --queue-name NAME            SSC_QUEUE_NAME          default serverless-service-controller-work
-  --table-name NAME            SSC_TABLE_NAME          default serverless-service-controller-state
+  --queue-name NAME            SSC_QUEUE_NAME          default ${defaultQueueName}
+  --table-name NAME            SSC_TABLE_NAME          default ${defaultTableName}
   --load-balancer-class CLASS  SSC_LOAD_BALANCER_CLASS default serverless-service-controller.io/nlb
   --claim-classless            SSC_CLAIM_CLASSLESS=true  also serve Services without a class
   --node-policy stable|seed    SSC_NODE_POLICY
@@ -159,10 +162,8 @@ async function run(flags: Flags): Promise<number> {
   const region = setting(flags, 'region', 'AWS_REGION') ?? 'us-east-1';
   const timeoutSeconds = Number(setting(flags, 'timeout', 'SSC_TIMEOUT') ?? '300');
   const names = {
-    queueName:
-      setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? 'serverless-service-controller-work',
-    tableName:
-      setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? 'serverless-service-controller-state',
+    queueName: setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? defaultQueueName,
+    tableName: setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName,
   };
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
@@ -377,8 +378,7 @@ async function uninstallCommand(flags: Flags): Promise<number> {
   };
   // Uninstall needs the state table (the ARNs it recorded) but never the queue: after a CDK
   // deploy, pass the StateTableName output.
-  const tableName =
-    setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? 'serverless-service-controller-state';
+  const tableName = setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName;
   await ensureTable(aws, tableName, false);
   const resources = {
     queueUrl: `https://sqs.${region}.amazonaws.com/000000000000/unused-by-uninstall`,
