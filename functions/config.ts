@@ -24,6 +24,7 @@ const endpoints = z._default(
     sts: optionalUrl,
     secretsManager: optionalUrl,
     eks: optionalUrl,
+    events: optionalUrl,
   }),
   {},
 );
@@ -90,6 +91,16 @@ export const controllerConfigSchema = z.strictObject({
     endpoints,
   }),
   kubernetes,
+  /** Lifecycle events on EventBridge (docs/events/); off when absent. */
+  lifecycleEvents: z.optional(
+    z.strictObject({
+      /** A bus name or ARN; `default` for the account's default bus. */
+      busName: matching(
+        /^(default|[A-Za-z0-9._\-/]{1,256}|arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._\-/]+)$/,
+        'an event bus name or ARN',
+      ),
+    }),
+  ),
 });
 
 export type ControllerConfig = z.infer<typeof controllerConfigSchema>;

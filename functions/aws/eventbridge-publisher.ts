@@ -1,13 +1,14 @@
 import { PutEventsCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { eventSource, type LifecycleEvent } from '../events/lifecycle-events';
+import type { LifecyclePublisher } from '../runtime/lifecycle-feed';
 
 /** PutEvents takes at most ten entries a call. */
 const maxEntriesPerCall = 10;
 
 export interface PublishReport {
   readonly published: number;
-  /** Entries still rejected after every attempt; counted in a metric, never thrown. */
-  readonly failed: number;
+  /** Events still rejected after every attempt: handed back, never thrown. */
+  readonly rejected: readonly LifecycleEvent[];
 }
 
 export interface EventBridgePublisherOptions {
@@ -15,7 +16,7 @@ export interface EventBridgePublisherOptions {
   readonly busName: string;
   readonly attempts?: number;
   readonly sleep?: (ms: number) => Promise<void>;
-  readonly onFailure?: (failed: number, reason: string) => void;
+  readonly onFailure?: (rejected: number, reason: string) => void;
 }
 
 /**
@@ -23,7 +24,7 @@ export interface EventBridgePublisherOptions {
  * while rejecting single entries (throttling, internal errors), so rejected entries are retried on
  * their own, with backoff. Publishing never fails a sync: what is still rejected is reported.
  */
-export class EventBridgePublisher {
+export class EventBridgePublisher implements LifecyclePublisher {
   constructor(
     private readonly client: EventBridgeClient,
     private readonly options: EventBridgePublisherOptions,
@@ -31,13 +32,13 @@ export class EventBridgePublisher {
 
   async publish(events: readonly LifecycleEvent[]): Promise<PublishReport> {
     let published = 0;
-    let failed = 0;
+    const rejected: LifecycleEvent[] = [];
     for (let i = 0; i < events.length; i += maxEntriesPerCall) {
       const result = await this.publishBatch(events.slice(i, i + maxEntriesPerCall));
       published += result.published;
-      failed += result.failed;
+      rejected.push(...result.rejected);
     }
-    return { published, failed };
+    return { published, rejected };
   }
 
   private async publishBatch(batch: readonly LifecycleEvent[]): Promise<PublishReport> {
@@ -56,6 +57,8 @@ export class EventBridgePublisher {
               Source: eventSource,
               DetailType: event.detailType,
               Detail: JSON.stringify(event.detail),
+              // When it happened, not when it was sent: a retried event keeps its place in time.
+              Time: new Date(event.detail.occurredAt),
             })),
           }),
         );
@@ -68,6 +71,6 @@ export class EventBridgePublisher {
       }
     }
     if (pending.length > 0) this.options.onFailure?.(pending.length, reason);
-    return { published: batch.length - pending.length, failed: pending.length };
+    return { published: batch.length - pending.length, rejected: pending };
   }
 }

@@ -7,14 +7,16 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
 import { TerminalError } from '../core/errors';
-import { stableHash } from '../core/hash';
+import { stableHash, type JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
 import type { LoadBalancerStatus, Service } from '../core/objects';
 import type {
   DeleteResult,
   EnsureResult,
   LoadBalancerProvider,
+  LoadBalancerSummary,
   ProviderState,
+  TargetChanges,
   UpdateResult,
 } from '../sync/ports';
 import { isAwsError, translateAwsError } from './aws-errors';
@@ -24,6 +26,7 @@ import { parseAnnotations, type LoadBalancerOptions } from './model/annotations'
 import { buildDesiredLoadBalancer, limits, schemeOf, type ProviderSettings } from './model/desired';
 import { loadBalancerName, ownershipTags } from './model/naming';
 import { planChanges } from './model/plan';
+import type { DesiredLoadBalancer } from './model/types';
 import { observe } from './observe';
 import { readNlbState, recordedResources, toProviderState, type NlbState } from './nlb-state';
 import { resolveSubnets } from './subnets';
@@ -137,7 +140,14 @@ export class NlbProvider implements LoadBalancerProvider {
         observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
     });
     nlb.appliedTagKeys = Object.keys(desired.tags).sort();
-    return { status: statusOf(nlb.dnsName ?? ''), state: toProviderState(nlb) };
+    const before = observed.targetGroups.flatMap((tg) => tg.targets ?? []);
+    const after = desired.targetGroups.flatMap((tg) => tg.targets);
+    return {
+      status: statusOf(nlb.dnsName ?? ''),
+      state: toProviderState(nlb),
+      summary: summaryOf(desired, nlb),
+      targets: targetChanges(before, after),
+    };
   }
 
   /**
@@ -153,7 +163,8 @@ export class NlbProvider implements LoadBalancerProvider {
     const nlb = readNlbState(state);
     const groups = Object.values(nlb.targetGroups ?? {});
     if (groups.length === 0 || groups.some((tg) => tg.targets === undefined)) {
-      return { state: (await this.ensureLoadBalancer(service, hosts, state)).state };
+      const ensured = await this.ensureLoadBalancer(service, hosts, state);
+      return { state: ensured.state, targets: ensured.targets };
     }
     if (hosts.length > limits.targetsPerTargetGroup) {
       throw new TerminalError(
@@ -161,6 +172,10 @@ export class NlbProvider implements LoadBalancerProvider {
       );
     }
     const wanted = [...new Set(hosts.map((h) => h.instanceId))].sort();
+    const changes = targetChanges(
+      groups.flatMap((tg) => tg.targets ?? []),
+      wanted,
+    );
     try {
       for (const tg of groups) {
         const current = tg.targets ?? [];
@@ -191,7 +206,7 @@ export class NlbProvider implements LoadBalancerProvider {
         providerState: toProviderState(nlb),
       });
     }
-    return { state: toProviderState(nlb) };
+    return { state: toProviderState(nlb), targets: changes };
   }
 
   /**
@@ -243,8 +258,12 @@ export class NlbProvider implements LoadBalancerProvider {
     }
     const left = recordedResources(remaining);
     const stillThere = left.targetGroupArns.length + left.securityGroupIds.length > 0;
+    // Remembered past the NLB's deletion, so the pass that finishes a slow delete can name it.
+    const deleted = inventory.loadBalancerArns[0] ?? nlb.deletedLoadBalancerArn;
+    if (stillThere && deleted !== undefined) remaining.deletedLoadBalancerArn = deleted;
     return {
       state: toProviderState(remaining),
+      ...(deleted !== undefined ? { loadBalancerId: deleted } : {}),
       ...(stillThere ? { requeueAfterSeconds: stillInUseRetrySeconds } : {}),
     };
   }
@@ -328,6 +347,49 @@ export class NlbProvider implements LoadBalancerProvider {
       return parseAnnotations({ metadata: {} });
     }
   }
+}
+
+/** What the lifecycle feed says of the NLB after an Ensure. */
+function summaryOf(desired: DesiredLoadBalancer, nlb: NlbState): LoadBalancerSummary {
+  const targetGroupArn = (key: string) => nlb.targetGroups?.[key]?.arn ?? '';
+  const listeners = desired.listeners.map((l) => ({
+    port: l.port,
+    protocol: l.protocol,
+    targetGroupId: targetGroupArn(l.targetGroupKey),
+  }));
+  // Targets are left out: a node change is LoadBalancerHostsUpdated, not a new shape.
+  const { targetGroups, ...rest } = desired;
+  const shape = stableHash(
+    toJson({
+      desired: { ...rest, targetGroups: targetGroups.map(({ targets: _, ...tg }) => tg) },
+      arn: nlb.loadBalancerArn ?? '',
+      dnsName: nlb.dnsName ?? '',
+      securityGroupId: nlb.securityGroupId ?? '',
+      listeners,
+    }),
+  );
+  return {
+    loadBalancerId: nlb.loadBalancerArn ?? '',
+    dnsName: nlb.dnsName ?? '',
+    scheme: desired.scheme,
+    listeners,
+    ...(nlb.securityGroupId !== undefined ? { securityGroupId: nlb.securityGroupId } : {}),
+    shape,
+  };
+}
+
+/** Instance-level changes: an instance behind several target groups counts once. */
+function targetChanges(before: readonly string[], after: readonly string[]): TargetChanges {
+  const old = new Set(before);
+  const now = new Set(after);
+  return {
+    added: [...now].filter((id) => !old.has(id)).sort(),
+    removed: [...old].filter((id) => !now.has(id)).sort(),
+  };
+}
+
+function toJson(value: unknown): JsonValue {
+  return JSON.parse(JSON.stringify(value)) as JsonValue;
 }
 
 function statusOf(dnsName: string): LoadBalancerStatus {

@@ -11,6 +11,8 @@ export interface NlbState {
   /** Resolved subnets, with the inputs they were resolved from (scheme and subnets annotation). */
   subnets?: { readonly inputs: string; readonly refs: SubnetRef[] };
   targetGroups?: Record<string, { arn: string; name: string; targets?: string[] }>;
+  /** The NLB already deleted while other resources are still being deleted (for the lifecycle feed). */
+  deletedLoadBalancerArn?: string;
   /** Tag keys applied by earlier syncs: the only ones a sync may remove again. */
   appliedTagKeys?: string[];
 }

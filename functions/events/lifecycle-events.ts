@@ -6,16 +6,26 @@ export const eventSource = 'serverless-service-controller';
 /** Bumped on a change that could break a consumer; additions keep it. */
 export const eventSchemaVersion = 1;
 
-/** What every event carries: which controller, which Service, and the id that is also in the logs. */
+/**
+ * What every event carries: which controller, which Service, the id that is also in the logs, and
+ * what a consumer needs when an event comes late or twice (a retried publish): a unique id to
+ * drop duplicates by and the time it happened to order by.
+ */
 const common = {
   schemaVersion: z.literal(eventSchemaVersion),
+  eventId: z.string().check(z.minLength(1)),
+  occurredAt: z.iso.datetime(),
   cluster: z.string().check(z.minLength(1)),
   correlationId: z.string().check(z.minLength(1)),
 };
+/** The fields every event's detail starts with. */
+export type LifecycleCommon = z.infer<ReturnType<typeof z.strictObject<typeof common>>>;
+
 const serviceRef = {
   ...common,
   namespace: z.string().check(z.minLength(1)),
   name: z.string().check(z.minLength(1)),
+  /** Empty when the Service could not be read (a failed sync during an API outage). */
   uid: z.string(),
 };
 const instanceIds = z.array(z.string().check(z.regex(/^i-[0-9a-f]+$/, 'an EC2 instance ID')));
@@ -65,7 +75,10 @@ export type LifecycleEvent = {
   [T in LifecycleDetailType]: { readonly detailType: T; readonly detail: LifecycleDetail<T> };
 }[LifecycleDetailType];
 
-export const lifecycleDetailTypes = Object.keys(lifecycleEventSchemas) as LifecycleDetailType[];
+export const lifecycleDetailTypes = Object.keys(lifecycleEventSchemas) as [
+  LifecycleDetailType,
+  ...LifecycleDetailType[],
+];
 
 /** The JSON Schema (draft 2020-12) of one event's `detail`, as published in docs/events/. */
 export function detailJsonSchema(detailType: LifecycleDetailType): Record<string, unknown> {

@@ -37,7 +37,12 @@ export class Publisher {
   }
 
   async enqueue(message: WorkMessage): Promise<void> {
-    const id = message.kind === 'node' ? 'node' : `${message.kind}:${message.key}`;
+    const id =
+      message.kind === 'node'
+        ? 'node'
+        : message.kind === 'event'
+          ? `event:${message.event.detail.eventId}`
+          : `${message.kind}:${message.key}`;
     while (!this.pending.has(id) && this.pending.size >= this.options.capacity) {
       await new Promise<void>((resolve) => this.spaceWaiters.push(resolve));
     }

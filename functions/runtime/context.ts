@@ -3,6 +3,7 @@ import type { NlbProvider } from '../aws/nlb-provider';
 import type { WorkQueue } from '../aws/sqs-work-queue';
 import type { ControllerConfig } from '../config';
 import type { SyncDependencies } from '../sync/dependencies';
+import type { LifecyclePublisher } from './lifecycle-feed';
 
 export type LogFields = Record<string, unknown>;
 
@@ -22,8 +23,13 @@ export interface RuntimeMetrics {
 /** Everything the handlers need, built once per cold start (see wiring.ts). */
 export interface RuntimeContext {
   readonly config: ControllerConfig;
-  /** The use cases' dependencies, less the state store, which is fenced per lease. */
-  readonly base: Omit<SyncDependencies, 'state'>;
+  /**
+   * The use cases' dependencies, less the state store, which is fenced per lease, and the
+   * lifecycle recorder, which is one per sync.
+   */
+  readonly base: Omit<SyncDependencies, 'state' | 'lifecycle'>;
+  /** Where lifecycle events go; absent when publishing is off (no bus configured). */
+  readonly lifecycle?: LifecyclePublisher | undefined;
   readonly provider: NlbProvider;
   readonly store: DynamoStateStore;
   readonly queue: WorkQueue;

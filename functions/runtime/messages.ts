@@ -1,8 +1,16 @@
 import * as z from 'zod/mini';
 import '../zod-messages';
+import {
+  lifecycleDetailTypes,
+  lifecycleEventProblem,
+  type LifecycleEvent,
+} from '../events/lifecycle-events';
 
-/** Messages larger than this are not ours: ours are a few hundred bytes. */
-export const maxMessageBytes = 2048;
+/**
+ * Messages larger than this are not ours: keys are a few hundred bytes, a lifecycle event waiting
+ * for EventBridge at most a few kilobytes (50 listeners with their target group ARNs).
+ */
+export const maxMessageBytes = 16384;
 
 const serviceKey = z
   .string()
@@ -20,6 +28,7 @@ const reason = z.optional(z.string().check(z.maxLength(200)));
  * - `hosts`: node sync found the Service's LB has other hosts; host update.
  * - `resync`: drift repair; full sync ignoring the checkpoint.
  * - `node`: a node changed (or the node-sync timer ticked); handed to node sync.
+ * - `event`: a lifecycle event EventBridge did not take; offered again (checked against its schema).
  */
 export const workMessageSchema = z.discriminatedUnion('kind', [
   z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
@@ -31,9 +40,21 @@ export const workMessageSchema = z.discriminatedUnion('kind', [
     reason,
     chain: z.optional(z.string().check(z.maxLength(64))),
   }),
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('event'),
+    event: z.strictObject({
+      detailType: z.enum(lifecycleDetailTypes),
+      detail: z.record(z.string(), z.unknown()),
+    }),
+  }),
 ]);
 
-export type WorkMessage = z.infer<typeof workMessageSchema>;
+type ParsedWorkMessage = z.infer<typeof workMessageSchema>;
+/** The event message's detail is checked against its own schema after the envelope parses. */
+export type WorkMessage =
+  | Exclude<ParsedWorkMessage, { kind: 'event' }>
+  | { readonly v: 1; readonly kind: 'event'; readonly event: LifecycleEvent };
 export type ServiceWorkMessage = Extract<WorkMessage, { key: string }>;
 
 export type ParsedMessage = { ok: true; message: WorkMessage } | { ok: false; problem: string };
@@ -49,7 +70,14 @@ export function parseWorkMessage(body: string): ParsedMessage {
     return { ok: false, problem: 'not JSON' };
   }
   const result = workMessageSchema.safeParse(json);
-  if (result.success) return { ok: true, message: result.data };
+  if (result.success) {
+    const message = result.data;
+    if (message.kind !== 'event') return { ok: true, message };
+    const problem = lifecycleEventProblem(message.event);
+    return problem === undefined
+      ? { ok: true, message: { v: 1, kind: 'event', event: message.event as LifecycleEvent } }
+      : { ok: false, problem: `event.detail: ${problem}` };
+  }
   return {
     ok: false,
     problem: result.error.issues

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { leasePk } from '../aws/dynamo-state-store';
 import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
+import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from './messages';
 
 export const nodeSyncLease = leasePk('node-sync');
@@ -29,10 +30,11 @@ export async function runNodeSync(
     return;
   }
   const lease = acquired.lease;
+  const lifecycle = newCollector(ctx);
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
       const started = ctx.base.clock.now().getTime();
-      const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease) });
+      const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle });
       if (result.servicesToUpdate.length > 0) {
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
@@ -50,6 +52,7 @@ export async function runNodeSync(
         changed: result.changed,
         hostUpdates: result.servicesToUpdate.length,
         pass,
+        correlationId: lifecycle.correlationId,
       });
       const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
       if (finish.kind !== 'again') break;
@@ -57,8 +60,11 @@ export async function runNodeSync(
   } catch (error) {
     // Give the lease back so the retry (after its backoff) is not turned away as busy.
     await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds).catch(() => undefined);
+    // What was stored before the failure happened; the retry will not see it as a change again.
+    await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     throw error;
   }
+  await publishLifecycle(ctx, lifecycle.events);
   await ctx.store.setAttributes(nodeSyncLease, { lastRunAt: ctx.base.clock.now().toISOString() });
   await continueChain(ctx, triggers);
 }

@@ -6,6 +6,7 @@ import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
 import { backoffSeconds, type RuntimeContext } from './context';
 import { parseWorkMessage, type WorkMessage } from './messages';
+import { eventRetrySeconds, newCollector, publishLifecycle } from './lifecycle-feed';
 import { runNodeSync } from './node-sync';
 
 /** A received SQS message, as the handler sees it. */
@@ -42,6 +43,8 @@ export async function processWorkBatch(
   const byKey = new Map<ServiceKey, { modes: Set<KeyMode>; records: QueueRecord[] }>();
   const nodeMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'node' }> }[] =
     [];
+  const eventMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[] =
+    [];
   for (const record of records) {
     const parsed = parseWorkMessage(record.body);
     if (!parsed.ok) {
@@ -55,6 +58,10 @@ export async function processWorkBatch(
     const message = parsed.message;
     if (message.kind === 'node') {
       nodeMessages.push({ record, message });
+      continue;
+    }
+    if (message.kind === 'event') {
+      eventMessages.push({ record, message });
       continue;
     }
     const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
@@ -99,8 +106,47 @@ export async function processWorkBatch(
       })(),
     );
   }
+  if (eventMessages.length > 0) {
+    work.push(
+      republishEvents(eventMessages, ctx).then((failed) => {
+        failures.push(...failed.map((itemIdentifier) => ({ itemIdentifier })));
+      }),
+    );
+  }
   await Promise.all(work);
   return { batchItemFailures: failures };
+}
+
+/**
+ * Lifecycle events EventBridge rejected earlier: offered again; those still rejected come back
+ * after a backoff that grows with their receives (never into the DLQ: past the resend limit a
+ * fresh copy replaces them). Returns the message ids to report as failed.
+ */
+async function republishEvents(
+  messages: readonly { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[],
+  ctx: RuntimeContext,
+): Promise<string[]> {
+  if (ctx.lifecycle === undefined) {
+    ctx.log.warn('dropping queued lifecycle events: publishing is switched off', {
+      count: messages.length,
+    });
+    return [];
+  }
+  const { published, rejected } = await ctx.lifecycle.publish(messages.map((m) => m.message.event));
+  if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
+  if (rejected.length > 0) ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
+  const failed: string[] = [];
+  for (const { record, message } of messages) {
+    if (!rejected.includes(message.event)) continue;
+    const delay = backoffSeconds(
+      record.receiveCount,
+      Math.max(ctx.config.backoffBaseSeconds, eventRetrySeconds),
+      ctx.config.backoffMaxSeconds,
+    );
+    const id = await comeBackLater(record, message, delay, ctx).catch(() => record.messageId);
+    if (id !== undefined) failed.push(id);
+  }
+  return failed;
 }
 
 /** Returns the message id to report as failed (it comes back after its backoff), if any. */
@@ -112,7 +158,12 @@ async function processKey(
 ): Promise<string | undefined> {
   const primary = records[0];
   if (primary === undefined) return undefined;
-  const fields = { serviceKey: key, messageId: primary.messageId };
+  const lifecycle = newCollector(ctx);
+  const fields = {
+    serviceKey: key,
+    messageId: primary.messageId,
+    correlationId: lifecycle.correlationId,
+  };
   let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
   try {
     const acquired = await ctx.store.acquire(
@@ -130,7 +181,7 @@ async function processKey(
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
     for (let pass = 1; pass <= maxPasses; pass++) {
-      const deps = { ...ctx.base, state: ctx.store.fencedBy(lease) };
+      const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
       const started = ctx.base.clock.now().getTime();
       outcome =
         mode === 'hosts'
@@ -148,6 +199,7 @@ async function processKey(
     }
     if (finish.kind === 'lost') {
       ctx.log.warn('lease expired during the sync; the newer holder owns the key', fields);
+      await publishLifecycle(ctx, lifecycle.events);
       return undefined;
     }
     if (outcome.kind === 'retry') {
@@ -157,8 +209,12 @@ async function processKey(
         ctx.config.backoffMaxSeconds,
       );
       ctx.metrics.count('Retries');
+      lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
+      await publishLifecycle(ctx, lifecycle.events);
       return await comeBackLater(primary, { v: 1, kind: mode, key }, delay, ctx);
     }
+    if (outcome.kind === 'terminal') lifecycle.syncFailed(key, outcome.error, { terminal: true });
+    await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
       return await comeBackLater(primary, { v: 1, kind: mode, key }, outcome.seconds, ctx);
     }
@@ -167,6 +223,8 @@ async function processKey(
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
     ctx.log.error('sync failed unexpectedly', { ...fields, error: errorMessage(error) });
     ctx.metrics.count('UnexpectedFailures');
+    lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
+    await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return await comeBackLater(
       primary,
       { v: 1, kind: mode, key },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
@@ -9,6 +10,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { addRateLimits } from '../aws/clients';
 import { DynamoStateStore } from '../aws/dynamo-state-store';
+import { EventBridgePublisher } from '../aws/eventbridge-publisher';
 import { NlbProvider } from '../aws/nlb-provider';
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import type { ControllerConfig } from '../config';
@@ -32,7 +34,8 @@ type SdkClient =
   | EC2Client
   | ResourceGroupsTaggingAPIClient
   | SQSClient
-  | DynamoDBClient;
+  | DynamoDBClient
+  | EventBridgeClient;
 
 export interface RuntimeOptions {
   readonly clock?: Clock;
@@ -89,9 +92,21 @@ export function createRuntime(
     }),
   );
 
+  const eventBridge =
+    config.lifecycleEvents === undefined
+      ? undefined
+      : adapt(
+          new EventBridgeClient({
+            ...base,
+            ...(endpoints.events ? { endpoint: endpoints.events } : {}),
+          }),
+        );
+
   const log = options.log ?? powertoolsLog();
   const metrics = options.metrics ?? powertoolsMetrics();
-  for (const client of [elbv2, ec2, tagging, sqs, dynamodb]) countCalls(client, metrics);
+  for (const client of [elbv2, ec2, tagging, sqs, dynamodb, eventBridge]) {
+    if (client !== undefined) countCalls(client, metrics);
+  }
   const connect = kubernetesConnector(config, clock);
   const provider = new NlbProvider(
     { elbv2, ec2, tagging },
@@ -111,6 +126,13 @@ export function createRuntime(
     provider,
     store: new DynamoStateStore(DynamoDBDocumentClient.from(dynamodb), config.tableName, clock),
     queue: new SqsWorkQueue(sqs, config.queueUrl),
+    lifecycle:
+      eventBridge &&
+      new EventBridgePublisher(eventBridge, {
+        busName: config.lifecycleEvents?.busName ?? 'default',
+        onFailure: (rejected, reason) =>
+          log.warn('EventBridge rejected lifecycle events', { rejected, reason }),
+      }),
     log,
     metrics,
     newOwner: () => `${instance}-${++passes}`,

@@ -22,19 +22,53 @@ export function providerStateOf(error: unknown): ProviderState | undefined {
   return typeof state === 'object' && state !== null ? (state as ProviderState) : undefined;
 }
 
+/** What a load balancer looks like to the systems around the cluster (DNS, firewalls, chat). */
+export interface LoadBalancerSummary {
+  readonly loadBalancerId: string;
+  readonly dnsName: string;
+  readonly scheme: 'internal' | 'internet-facing';
+  readonly listeners: readonly {
+    readonly port: number;
+    readonly protocol: string;
+    readonly targetGroupId: string;
+  }[];
+  readonly securityGroupId?: string | undefined;
+  /**
+   * A hash of everything the provider manages except the targets: when it equals the one last
+   * announced, the load balancer has not changed shape.
+   */
+  readonly shape: string;
+}
+
+/** Instances that became targets, or stopped being targets, of the load balancer. */
+export interface TargetChanges {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
+export function hasTargetChanges(changes: TargetChanges): boolean {
+  return changes.added.length + changes.removed.length > 0;
+}
+
 export interface EnsureResult {
   readonly status: LoadBalancerStatus;
   readonly state: ProviderState;
   /** Come back after this many seconds (e.g. the NLB is still provisioning); no backoff growth. */
   readonly requeueAfterSeconds?: number | undefined;
+  readonly summary: LoadBalancerSummary;
+  /** Across all of the LB's target groups: an instance counts once, whatever its ports. */
+  readonly targets: TargetChanges;
 }
 
 export interface UpdateResult {
   readonly state: ProviderState;
+  readonly targets: TargetChanges;
 }
 
 export interface DeleteResult {
   readonly state: ProviderState;
+  /** The load balancer deleted by this call or an earlier one, when it was known. */
+  readonly loadBalancerId?: string | undefined;
   /**
    * Some resources could not be deleted yet (a security group in use for minutes after its NLB is
    * gone): come back after this many seconds; the finalizer stays until nothing is left.
@@ -94,6 +128,19 @@ export interface EventRecorder {
   record(object: ObjectReference, event: ControllerEvent): Promise<void>;
 }
 
+/**
+ * The lifecycle feed (EventBridge): the use cases say what changed, the runtime adds the envelope
+ * (cluster, correlation id) and publishes after the pass. Called only on changes; never throws.
+ */
+export interface LifecycleRecorder {
+  /** The Service this pass is about, once read: a failure of the pass names its UID. */
+  subject(service: Service): void;
+  ensured(service: Service, summary: LoadBalancerSummary): void;
+  hostsUpdated(service: Service, targets: TargetChanges): void;
+  deleted(service: Service, loadBalancerId: string | undefined): void;
+  nodeSetChanged(change: TargetChanges & { readonly eligibleHosts: number }): void;
+}
+
 /** What state keeps for one Service: what the seed's serviceCache held, and more (DESIGN §3). */
 export interface ServiceRecord {
   readonly key: ServiceKey;
@@ -107,6 +154,8 @@ export interface ServiceRecord {
   readonly status?: LoadBalancerStatus | undefined;
   /** Hash of the hosts the LB last got. */
   readonly hostsHash?: string | undefined;
+  /** The shape (LoadBalancerSummary.shape) last announced as LoadBalancerEnsured. */
+  readonly announcedShape?: string | undefined;
   /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
   readonly deleting?: boolean | undefined;
   readonly updatedAt: string;

@@ -6,6 +6,7 @@ import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { isBeingDeleted, serviceReference } from '../core/objects';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
+import { hasTargetChanges, type TargetChanges } from './ports';
 import { syncService } from './sync-service';
 
 /**
@@ -29,6 +30,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
     ) {
       return await syncService(key, deps);
     }
+    deps.lifecycle.subject(service);
     const hosts = await currentEligibleHosts(deps);
     if (record.hostsHash === hosts.hash) return done;
 
@@ -39,8 +41,13 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       providerFingerprint: deps.provider.fingerprint,
     };
     let state = record.provider;
+    let targets: TargetChanges = { added: [], removed: [] };
     try {
-      ({ state } = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider));
+      ({ state, targets } = await deps.provider.updateLoadBalancer(
+        service,
+        hosts.hosts,
+        record.provider,
+      ));
     } catch (error) {
       if (error instanceof InvariantError) throw error;
       // S17: a failed update of an LB that no longer exists is not an error. Drift like that is
@@ -88,6 +95,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       updatedAt: deps.clock.now().toISOString(),
     });
     await deps.events.record(ref, hosts.hosts.length === 0 ? events.unavailable : events.updated);
+    if (hasTargetChanges(targets)) deps.lifecycle.hostsUpdated(service, targets);
     return done;
   } catch (error) {
     return outcomeOf(error);

@@ -1,6 +1,6 @@
 import type { ServiceKey } from '../core/keys';
 import { planNodeSync } from '../core/node-sync-plan';
-import type { SyncDependencies } from './dependencies';
+import { announceNodeSet, type SyncDependencies } from './dependencies';
 
 export interface NodeSyncResult {
   /** Services whose LB needs a host update: enqueue each key for syncHosts. */
@@ -20,7 +20,10 @@ export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult>
     deps.state.listServiceHosts(),
   ]);
   const plan = planNodeSync(nodes, deps.nodePolicy, previous, services);
-  if (plan.changed) await deps.state.putEligibleHosts(plan.eligible);
+  if (plan.changed) {
+    await deps.state.putEligibleHosts(plan.eligible);
+    announceNodeSet(previous, plan.eligible, deps);
+  }
   for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
   return {
     servicesToUpdate: plan.servicesToUpdate,

@@ -15,7 +15,7 @@ import { sameSnapshot, serviceSnapshot } from '../core/snapshot';
 import { loadBalancerStatusEqual } from '../core/status';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
-import { providerStateOf, type ProviderState, type ServiceRecord } from './ports';
+import { hasTargetChanges, providerStateOf, type ProviderState, type ServiceRecord } from './ports';
 
 /**
  * Syncs one Service key (S4, S7–S13, S19): re-reads the live Service, deletes what state records
@@ -42,6 +42,7 @@ export async function syncService(
     return outcomeOf(error);
   }
   if (service === undefined) return deleteRecorded(record, deps);
+  deps.lifecycle.subject(service);
   if (record !== undefined) await announceChanges(record.snapshot, service, deps);
   if (record !== undefined && record.uid !== (service.metadata?.uid ?? '')) {
     // S8: the same name with a new UID is a new Service; the old one's resources go first.
@@ -90,6 +91,7 @@ async function deleteRecorded(
 ): Promise<SyncOutcome> {
   if (record === undefined) return done;
   const snapshot = record.snapshot;
+  deps.lifecycle.subject(snapshot);
   const emit = (event: ControllerEvent) => deps.events.record(serviceReference(snapshot), event);
   try {
     const pending = pendingRecord(record, deps, { deleting: true });
@@ -114,6 +116,7 @@ async function deleteRecorded(
     }
     await emit(events.deleted);
     await deps.state.deleteService(record.key);
+    deps.lifecycle.deleted(snapshot, result.loadBalancerId);
     return done;
   } catch (error) {
     return outcomeOf(error);
@@ -135,6 +138,7 @@ async function deleteBranch(
   if (record === undefined && !finalized) return done;
   const ref = serviceReference(service);
   const { exists } = await deps.provider.getLoadBalancer(service, record?.provider);
+  let deletedId: string | undefined;
   if (exists) {
     // The checkpoint is cleared (and the current spec kept) before AWS changes, so a flip back to
     // LoadBalancer after a failed delete cannot hit a checkpoint that describes a deleted NLB.
@@ -149,6 +153,7 @@ async function deleteBranch(
       throw error;
     }
     if (pending !== undefined) await deps.state.putService({ ...pending, provider: result.state });
+    deletedId = result.loadBalancerId;
     if (result.requeueAfterSeconds !== undefined) {
       return requeueAfter(
         result.requeueAfterSeconds,
@@ -161,6 +166,8 @@ async function deleteBranch(
   // A Service on its way out has nothing to show; patching it would only race its removal.
   if (!isBeingDeleted(service)) await patchStatusIfChanged(service, {}, deps);
   if (record !== undefined) await deps.state.deleteService(key);
+  // Only when there was something of ours: a Service that never had an LB has nothing to announce.
+  if (exists || record !== undefined) deps.lifecycle.deleted(service, deletedId);
   return done;
 }
 
@@ -211,6 +218,7 @@ async function ensureBranch(
     provider: record?.provider ?? {},
     status: record?.status,
     hostsHash: record?.hostsHash,
+    announcedShape: record?.announcedShape,
     updatedAt: deps.clock.now().toISOString(),
   };
   await deps.state.putService(pending);
@@ -222,14 +230,24 @@ async function ensureBranch(
     throw error;
   }
   const provisioning = result.requeueAfterSeconds !== undefined;
+  // Announced once the NLB is usable, and again only when its shape changes: a resync that finds
+  // nothing to do, or a pass after a failure that had already made the change, says nothing new.
+  const announce = !provisioning && result.summary.shape !== pending.announcedShape;
   await deps.state.putService({
     ...pending,
     provider: result.state,
     status: result.status,
     checkpoint: provisioning ? undefined : checkpoint,
     hostsHash: hosts.hash,
+    announcedShape: announce ? result.summary.shape : pending.announcedShape,
     updatedAt: deps.clock.now().toISOString(),
   });
+  if (announce) deps.lifecycle.ensured(service, result.summary);
+  // A full Ensure that moved targets of an LB already announced (new nodes along with a spec
+  // change, or targets removed by hand) is a host update too.
+  if (pending.announcedShape !== undefined && hasTargetChanges(result.targets)) {
+    deps.lifecycle.hostsUpdated(service, result.targets);
+  }
   if (!provisioning) await deps.events.record(ref, events.ensured);
   await patchStatusIfChanged(service, result.status, deps);
   if (result.requeueAfterSeconds !== undefined) {

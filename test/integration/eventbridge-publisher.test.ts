@@ -20,7 +20,13 @@ import {
 import { AwsCallRecorder } from '../support/aws-calls';
 import { MotoAccount } from '../support/moto';
 
-const common = { schemaVersion: 1 as const, cluster: 'test', correlationId: 'c-1' };
+const common = {
+  schemaVersion: 1 as const,
+  eventId: 'e-1',
+  occurredAt: '2026-11-30T12:00:00.000Z',
+  cluster: 'test',
+  correlationId: 'c-1',
+};
 const ref = (name: string) => ({ ...common, namespace: 'default', name, uid: `uid-${name}` });
 
 /** One of each kind, and more than one PutEvents call's worth. */
@@ -96,8 +102,10 @@ beforeEach(async () => {
   recorder.reset();
 });
 
-async function readBack(): Promise<{ 'detail-type': string; source: string; detail: unknown }[]> {
-  const received: { 'detail-type': string; source: string; detail: unknown }[] = [];
+async function readBack(): Promise<
+  { 'detail-type': string; source: string; time: string; detail: unknown }[]
+> {
+  const received: { 'detail-type': string; source: string; time: string; detail: unknown }[] = [];
   for (let round = 0; round < 10; round++) {
     const batch = await sqs.send(
       new ReceiveMessageCommand({
@@ -119,12 +127,14 @@ describe('EventBridgePublisher against moto', () => {
     const report = await new EventBridgePublisher(client, { busName: 'controller' }).publish(
       events(12),
     );
-    expect(report).toEqual({ published: 12, failed: 0 });
+    expect(report).toEqual({ published: 12, rejected: [] });
     expect(recorder.count('PutEvents')).toBe(2);
     const delivered = await readBack();
     expect(delivered).toHaveLength(12);
     for (const event of delivered) {
       expect(event.source).toBe(eventSource);
+      // The envelope's time is when it happened (a retried event keeps it), to the second.
+      expect(event.time).toBe('2026-11-30T12:00:00Z');
       expect(
         lifecycleEventProblem({ detailType: event['detail-type'], detail: event.detail }),
       ).toBeUndefined();
@@ -137,20 +147,21 @@ describe('EventBridgePublisher against moto', () => {
       busName: 'controller',
       sleep: () => Promise.resolve(),
     }).publish(events(3));
-    expect(report).toEqual({ published: 3, failed: 0 });
+    expect(report).toEqual({ published: 3, rejected: [] });
     expect(await readBack()).toHaveLength(3);
   });
 
   it('reports what it could not publish after every attempt, without throwing', async () => {
     recorder.injectFault({ operation: 'PutEvents', kind: 'server-error' });
     const failures: number[] = [];
+    const events4 = events(4);
     const report = await new EventBridgePublisher(client, {
       busName: 'controller',
       attempts: 3,
       sleep: () => Promise.resolve(),
       onFailure: (failed) => failures.push(failed),
-    }).publish(events(4));
-    expect(report).toEqual({ published: 0, failed: 4 });
+    }).publish(events4);
+    expect(report).toEqual({ published: 0, rejected: events4 });
     expect(failures).toEqual([4]);
     expect(recorder.count('PutEvents')).toBe(3);
   });
@@ -176,7 +187,7 @@ describe('EventBridgePublisher against moto', () => {
       busName: 'controller',
       sleep: () => Promise.resolve(),
     }).publish(events(3));
-    expect(report).toEqual({ published: 3, failed: 0 });
+    expect(report).toEqual({ published: 3, rejected: [] });
     expect(calls).toEqual([3, 1]);
   });
 });

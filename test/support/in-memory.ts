@@ -5,6 +5,7 @@
 import type { ClaimPolicy } from '../../functions/core/claim';
 import { NotFoundError } from '../../functions/core/errors';
 import type { ControllerEvent } from '../../functions/core/events';
+import { stableHash } from '../../functions/core/hash';
 import type { Host } from '../../functions/core/hosts';
 import type { ServiceKey } from '../../functions/core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
@@ -22,10 +23,13 @@ import type {
   EnsureResult,
   EventRecorder,
   KubernetesApi,
+  LifecycleRecorder,
   LoadBalancerProvider,
+  LoadBalancerSummary,
   ProviderState,
   ServiceRecord,
   StateStore,
+  TargetChanges,
   UpdateResult,
 } from '../../functions/sync/ports';
 
@@ -239,6 +243,7 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     );
     this.faults.check('ensureLoadBalancer');
     const uid = service.metadata?.uid ?? '';
+    const before = this.balancers.get(uid)?.hosts ?? [];
     const lb: FakeLoadBalancer = {
       name: this.getLoadBalancerName(service),
       serviceKey: keyOf(service.metadata?.namespace, service.metadata?.name),
@@ -253,10 +258,28 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     }
     const provisioning = this.ensuresProvisioning > 0;
     if (provisioning) this.ensuresProvisioning -= 1;
+    const arn = `arn:fake:${lb.name}`;
     return Promise.resolve({
       status: statusOf(lb),
-      state: { loadBalancerArn: `arn:fake:${lb.name}` },
+      state: { loadBalancerArn: arn },
       ...(provisioning ? { requeueAfterSeconds: 15 } : {}),
+      summary: {
+        loadBalancerId: arn,
+        dnsName: statusOf(lb).ingress?.[0]?.hostname ?? '',
+        scheme: 'internal',
+        listeners: (service.spec?.ports ?? []).map((p) => ({
+          port: p.port,
+          protocol: p.protocol ?? 'TCP',
+          targetGroupId: `${arn}/tg-${p.port}`,
+        })),
+        // Like the NLB provider's: what decides the LB, without its targets.
+        shape: stableHash({
+          arn,
+          annotations: lb.annotations,
+          ports: service.spec?.ports?.map((p) => p.port) ?? [],
+        }),
+      },
+      targets: targetChangesOf(before, lb.hosts),
     });
   }
 
@@ -273,8 +296,9 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     this.faults.check('updateLoadBalancer');
     const lb = this.balancers.get(service.metadata?.uid ?? '');
     if (lb === undefined) return Promise.reject(new Error('LoadBalancerNotFound'));
+    const before = lb.hosts;
     lb.hosts = hosts.map((h) => h.instanceId);
-    return Promise.resolve({ state: state ?? {} });
+    return Promise.resolve({ state: state ?? {}, targets: targetChangesOf(before, lb.hosts) });
   }
 
   ensureLoadBalancerDeleted(
@@ -284,6 +308,7 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     this.log.add('provider', 'ensureLoadBalancerDeleted', this.describe(service));
     this.faults.check('ensureLoadBalancerDeleted');
     const uid = service.metadata?.uid ?? '';
+    const existed = this.balancers.get(uid);
     this.balancers.delete(uid);
     if (this.deletesStillInUse > 0) {
       this.deletesStillInUse -= 1;
@@ -291,12 +316,22 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
       return Promise.resolve({ state: state ?? {}, requeueAfterSeconds: 30 });
     }
     this.leftovers.delete(uid);
-    return Promise.resolve({ state: {} });
+    return Promise.resolve({
+      state: {},
+      ...(existed ? { loadBalancerId: `arn:fake:${existed.name}` } : {}),
+    });
   }
 
   private describe(service: Service): string {
     return `${keyOf(service.metadata?.namespace, service.metadata?.name)} uid=${service.metadata?.uid ?? ''}`;
   }
+}
+
+function targetChangesOf(before: readonly string[], after: readonly string[]): TargetChanges {
+  return {
+    added: after.filter((id) => !before.includes(id)).sort(),
+    removed: before.filter((id) => !after.includes(id)).sort(),
+  };
 }
 
 function statusOf(lb: FakeLoadBalancer): LoadBalancerStatus {
@@ -378,6 +413,41 @@ export class RecordingEventRecorder implements EventRecorder {
   }
 }
 
+/** What the use cases told the lifecycle feed, as `Type namespace/name` lines plus the details. */
+export class RecordingLifecycle implements LifecycleRecorder {
+  readonly facts: { type: string; key: string; detail: unknown }[] = [];
+  readonly subjects: string[] = [];
+
+  subject(service: Service): void {
+    this.subjects.push(keyOf(service.metadata?.namespace, service.metadata?.name));
+  }
+  ensured(service: Service, summary: LoadBalancerSummary): void {
+    this.add('Ensured', service, summary);
+  }
+  hostsUpdated(service: Service, targets: TargetChanges): void {
+    this.add('HostsUpdated', service, targets);
+  }
+  deleted(service: Service, loadBalancerId: string | undefined): void {
+    this.add('Deleted', service, { loadBalancerId });
+  }
+  nodeSetChanged(change: TargetChanges & { eligibleHosts: number }): void {
+    this.facts.push({ type: 'NodeSetChanged', key: '', detail: change });
+  }
+
+  /** `Type ns/name` lines, for compact assertions. */
+  lines(): string[] {
+    return this.facts.map((f) => (f.key === '' ? f.type : `${f.type} ${f.key}`));
+  }
+
+  private add(type: string, service: Service, detail: unknown): void {
+    this.facts.push({
+      type,
+      key: keyOf(service.metadata?.namespace, service.metadata?.name),
+      detail,
+    });
+  }
+}
+
 export class FixedClock implements Clock {
   constructor(public current = new Date('2026-11-30T12:00:00Z')) {}
 
@@ -393,15 +463,17 @@ export function inMemoryWorld(options: { claim: ClaimPolicy; nodePolicy?: NodePo
   const provider = new InMemoryLoadBalancerProvider(log);
   const state = new InMemoryStateStore(log);
   const events = new RecordingEventRecorder(log);
+  const lifecycle = new RecordingLifecycle();
   const clock = new FixedClock();
   const deps: SyncDependencies = {
     kube,
     provider,
     state,
     events,
+    lifecycle,
     clock,
     claim: options.claim,
     nodePolicy: options.nodePolicy ?? 'stable',
   };
-  return { log, kube, provider, state, events, clock, deps };
+  return { log, kube, provider, state, events, lifecycle, clock, deps };
 }

@@ -102,25 +102,49 @@ describe('parseWorkMessage', () => {
     expect(problemOf(parseWorkMessage(body))).toMatch(/^chain: /);
   });
 
-  it('rejects a body over 2048 bytes before parsing it, and accepts one of exactly 2048', () => {
+  it('rejects a body over 16384 bytes before parsing it, and accepts one of exactly 16384', () => {
     const json = JSON.stringify({ v: 1, kind: 'node' });
     const atLimit = json + ' '.repeat(maxMessageBytes - json.length);
-    expect(maxMessageBytes).toBe(2048);
+    expect(maxMessageBytes).toBe(16384);
     expect(parseWorkMessage(atLimit)).toEqual({ ok: true, message: { v: 1, kind: 'node' } });
     expect(parseWorkMessage(`${atLimit} `)).toEqual({
       ok: false,
-      problem: 'larger than 2048 bytes',
+      problem: 'larger than 16384 bytes',
     });
-    expect(parseWorkMessage('x'.repeat(10_000))).toEqual({
+    expect(parseWorkMessage('x'.repeat(100_000))).toEqual({
       ok: false,
-      problem: 'larger than 2048 bytes',
+      problem: 'larger than 16384 bytes',
     });
   });
 
-  it('counts bytes, not characters: 1100 two-byte characters are too large', () => {
-    const body = JSON.stringify({ v: 1, kind: 'node', reason: 'é'.repeat(1100) });
-    expect(body.length).toBeLessThan(2048);
-    expect(parseWorkMessage(body)).toEqual({ ok: false, problem: 'larger than 2048 bytes' });
+  it('counts bytes, not characters: 8200 two-byte characters are too large', () => {
+    const event = {
+      ...failedEvent(),
+      detail: { ...failedEvent().detail, reason: 'é'.repeat(8200) },
+    };
+    const body = JSON.stringify({ v: 1, kind: 'event', event });
+    expect(body.length).toBeLessThan(16384);
+    expect(parseWorkMessage(body)).toEqual({ ok: false, problem: 'larger than 16384 bytes' });
+  });
+
+  it('accepts a queued lifecycle event that matches its schema', () => {
+    const body = JSON.stringify({ v: 1, kind: 'event', event: failedEvent() });
+    expect(parseWorkMessage(body)).toEqual({
+      ok: true,
+      message: { v: 1, kind: 'event', event: failedEvent() },
+    });
+  });
+
+  it('rejects a queued lifecycle event whose detail breaks its schema, naming the field', () => {
+    const event = { ...failedEvent(), detail: { ...failedEvent().detail, terminal: 'no' } };
+    const body = JSON.stringify({ v: 1, kind: 'event', event });
+    expect(problemOf(parseWorkMessage(body))).toMatch(/^event\.detail: terminal: /);
+    const unknown = JSON.stringify({
+      v: 1,
+      kind: 'event',
+      event: { ...event, detailType: 'Nope' },
+    });
+    expect(problemOf(parseWorkMessage(unknown))).toMatch(/^event\.detailType: /);
   });
 
   it.each([
@@ -140,3 +164,22 @@ describe('parseWorkMessage', () => {
     expect(problemOf(result)).not.toBe('');
   });
 });
+
+function failedEvent() {
+  return {
+    detailType: 'LoadBalancerSyncFailed' as const,
+    detail: {
+      schemaVersion: 1 as const,
+      eventId: 'e-1',
+      occurredAt: '2026-11-30T12:00:00.000Z',
+      cluster: 'test',
+      correlationId: 'c-1',
+      namespace: 'default',
+      name: 'web',
+      uid: 'u-1',
+      reason: 'throttled',
+      terminal: false,
+      retryInSeconds: 5,
+    },
+  };
+}

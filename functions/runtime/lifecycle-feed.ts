@@ -1,0 +1,178 @@
+import { randomUUID } from 'node:crypto';
+import { errorMessage } from '../core/errors';
+import { parseServiceKey, type ServiceKey } from '../core/keys';
+import type { Service } from '../core/objects';
+import {
+  eventSchemaVersion,
+  type LifecycleCommon,
+  type LifecycleDetail,
+  type LifecycleEvent,
+} from '../events/lifecycle-events';
+import type { LifecycleRecorder, LoadBalancerSummary, TargetChanges } from '../sync/ports';
+import type { RuntimeContext } from './context';
+
+/** Publishes lifecycle events; what is still rejected after its own retries is handed back. */
+export interface LifecyclePublisher {
+  publish(
+    events: readonly LifecycleEvent[],
+  ): Promise<{ readonly published: number; readonly rejected: readonly LifecycleEvent[] }>;
+}
+
+/** Seconds before a rejected event is offered to EventBridge again (it then backs off). */
+export const eventRetrySeconds = 30;
+
+/**
+ * Collects one sync's lifecycle facts as events, with the envelope the use cases do not know:
+ * cluster, correlation id (also in the sync's log lines), event id and time.
+ */
+export class LifecycleCollector implements LifecycleRecorder {
+  readonly events: LifecycleEvent[] = [];
+  private subjectOf: Service | undefined;
+
+  constructor(
+    private readonly cluster: string,
+    readonly correlationId: string,
+    private readonly now: () => Date,
+  ) {}
+
+  subject(service: Service): void {
+    this.subjectOf = service;
+  }
+
+  ensured(service: Service, summary: LoadBalancerSummary): void {
+    this.events.push({
+      detailType: 'LoadBalancerEnsured',
+      detail: {
+        ...this.serviceFields(service),
+        dnsName: summary.dnsName,
+        scheme: summary.scheme,
+        listeners: summary.listeners.map((l) => ({
+          port: l.port,
+          protocol: l.protocol,
+          targetGroupArn: l.targetGroupId,
+        })),
+        loadBalancerArn: summary.loadBalancerId,
+        ...(summary.securityGroupId !== undefined
+          ? { securityGroupId: summary.securityGroupId }
+          : {}),
+      },
+    });
+  }
+
+  hostsUpdated(service: Service, targets: TargetChanges): void {
+    this.events.push({
+      detailType: 'LoadBalancerHostsUpdated',
+      detail: {
+        ...this.serviceFields(service),
+        added: [...targets.added],
+        removed: [...targets.removed],
+      },
+    });
+  }
+
+  deleted(service: Service, loadBalancerId: string | undefined): void {
+    this.events.push({
+      detailType: 'LoadBalancerDeleted',
+      detail: {
+        ...this.serviceFields(service),
+        ...(loadBalancerId !== undefined ? { loadBalancerArn: loadBalancerId } : {}),
+      },
+    });
+  }
+
+  nodeSetChanged(change: TargetChanges & { readonly eligibleHosts: number }): void {
+    this.events.push({
+      detailType: 'NodeSetChanged',
+      detail: {
+        ...this.common(),
+        added: [...change.added],
+        removed: [...change.removed],
+        eligibleHosts: change.eligibleHosts,
+      },
+    });
+  }
+
+  /**
+   * A sync of `key` failed. The Service is the one the pass read, when it got that far; during an
+   * API outage only the key is known, and the UID is left empty.
+   */
+  syncFailed(
+    key: ServiceKey,
+    error: unknown,
+    retry: { terminal: true } | { terminal: false; inSeconds: number },
+  ): void {
+    const { namespace, name } = parseServiceKey(key);
+    const seen = this.subjectOf?.metadata;
+    const uid = seen?.namespace === namespace && seen.name === name ? (seen.uid ?? '') : '';
+    this.events.push({
+      detailType: 'LoadBalancerSyncFailed',
+      detail: {
+        ...this.common(),
+        namespace,
+        name,
+        uid,
+        reason: errorMessage(error).slice(0, 1024),
+        terminal: retry.terminal,
+        ...(retry.terminal ? {} : { retryInSeconds: Math.round(retry.inSeconds) }),
+      },
+    });
+  }
+
+  private serviceFields(service: Service): LifecycleDetail<'LoadBalancerDeleted'> {
+    return {
+      ...this.common(),
+      namespace: service.metadata?.namespace ?? '',
+      name: service.metadata?.name ?? '',
+      uid: service.metadata?.uid ?? '',
+    };
+  }
+
+  private common(): LifecycleCommon {
+    return {
+      schemaVersion: eventSchemaVersion,
+      eventId: randomUUID(),
+      occurredAt: this.now().toISOString(),
+      cluster: this.cluster,
+      correlationId: this.correlationId,
+    };
+  }
+}
+
+/** A collector for one sync (or node-sync pass) of this runtime. */
+export function newCollector(ctx: RuntimeContext): LifecycleCollector {
+  return new LifecycleCollector(ctx.config.clusterName, randomUUID(), () => ctx.base.clock.now());
+}
+
+/**
+ * Publishes what a sync collected. Never throws and never fails the sync: events EventBridge still
+ * rejects after the publisher's retries go back on the work queue one per message and are offered
+ * again later, with backoff (see processWorkBatch), so an EventBridge outage delays them but loses
+ * none. Only if SQS refuses them too are they dropped, logged and counted.
+ */
+export async function publishLifecycle(
+  ctx: RuntimeContext,
+  events: readonly LifecycleEvent[],
+): Promise<readonly LifecycleEvent[]> {
+  if (ctx.lifecycle === undefined || events.length === 0) return [];
+  const { published, rejected } = await ctx.lifecycle.publish(events);
+  if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
+  if (rejected.length === 0) return [];
+  ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
+  try {
+    await ctx.queue.send(
+      rejected.map((event) => ({ v: 1, kind: 'event', event })),
+      eventRetrySeconds,
+    );
+    ctx.log.warn('lifecycle events not published yet; queued to try again', {
+      count: rejected.length,
+      retryInSeconds: eventRetrySeconds,
+    });
+  } catch (error) {
+    ctx.metrics.count('LifecycleEventsDropped', rejected.length);
+    ctx.log.error('lifecycle events dropped: neither EventBridge nor SQS took them', {
+      eventIds: rejected.map((event) => event.detail.eventId),
+      error: errorMessage(error),
+    });
+  }
+  return rejected;
+}
