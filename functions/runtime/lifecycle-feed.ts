@@ -18,9 +18,6 @@ export interface LifecyclePublisher {
   ): Promise<{ readonly published: number; readonly rejected: readonly LifecycleEvent[] }>;
 }
 
-/** Seconds before a rejected event is offered to EventBridge again (it then backs off). */
-export const eventRetrySeconds = 30;
-
 /**
  * Collects one sync's lifecycle facts as events, with the envelope the use cases do not know:
  * cluster, correlation id (also in the sync's log lines), event id and time.
@@ -146,7 +143,7 @@ export function newCollector(ctx: RuntimeContext): LifecycleCollector {
 /**
  * Publishes what a sync collected. Never throws and never fails the sync: events EventBridge still
  * rejects after the publisher's retries go back on the work queue one per message and are offered
- * again later, with backoff (see processWorkBatch), so an EventBridge outage delays them but loses
+ * again after the backoff base, then with growing backoff (see processWorkBatch), so an EventBridge outage delays them but loses
  * none. Only if SQS refuses them too are they dropped, logged and counted.
  */
 export async function publishLifecycle(
@@ -158,14 +155,15 @@ export async function publishLifecycle(
   if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
   if (rejected.length === 0) return [];
   ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
+  const delay = ctx.config.backoffBaseSeconds;
   try {
     await ctx.queue.send(
       rejected.map((event) => ({ v: 1, kind: 'event', event })),
-      eventRetrySeconds,
+      delay,
     );
     ctx.log.warn('lifecycle events not published yet; queued to try again', {
       count: rejected.length,
-      retryInSeconds: eventRetrySeconds,
+      retryInSeconds: delay,
     });
   } catch (error) {
     ctx.metrics.count('LifecycleEventsDropped', rejected.length);

@@ -6,7 +6,7 @@ import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
 import { backoffSeconds, type RuntimeContext } from './context';
 import { parseWorkMessage, type WorkMessage } from './messages';
-import { eventRetrySeconds, newCollector, publishLifecycle } from './lifecycle-feed';
+import { newCollector, publishLifecycle } from './lifecycle-feed';
 import { runNodeSync } from './node-sync';
 
 /** A received SQS message, as the handler sees it. */
@@ -140,7 +140,7 @@ async function republishEvents(
     if (!rejected.includes(message.event)) continue;
     const delay = backoffSeconds(
       record.receiveCount,
-      Math.max(ctx.config.backoffBaseSeconds, eventRetrySeconds),
+      ctx.config.backoffBaseSeconds,
       ctx.config.backoffMaxSeconds,
     );
     const id = await comeBackLater(record, message, delay, ctx).catch(() => record.messageId);

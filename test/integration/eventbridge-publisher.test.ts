@@ -1,15 +1,4 @@
-import {
-  CreateEventBusCommand,
-  EventBridgeClient,
-  PutRuleCommand,
-  PutTargetsCommand,
-} from '@aws-sdk/client-eventbridge';
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { EventBridgePublisher } from '../../functions/aws/eventbridge-publisher';
 import {
@@ -18,6 +7,7 @@ import {
   type LifecycleEvent,
 } from '../../functions/events/lifecycle-events';
 import { AwsCallRecorder } from '../support/aws-calls';
+import { createEventFeed, type EventFeed } from '../support/event-feed';
 import { MotoAccount } from '../support/moto';
 
 const common = {
@@ -65,62 +55,19 @@ function events(count: number): LifecycleEvent[] {
   });
 }
 
-let account: MotoAccount;
 let recorder: AwsCallRecorder;
 let client: EventBridgeClient;
-let sqs: SQSClient;
-let queueUrl: string;
+let feed: EventFeed;
 
-/** A custom bus with a rule that sends every controller event to an SQS queue, to read them back. */
 beforeEach(async () => {
-  account = new MotoAccount();
+  const account = new MotoAccount();
   recorder = new AwsCallRecorder();
   // One SDK attempt, so the publisher's own retry is what is tested.
   client = recorder.attach(account.client(EventBridgeClient, { maxAttempts: 1 }));
-  sqs = account.client(SQSClient);
-  queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'events' }))).QueueUrl ?? '';
-  const queueArn = (
-    await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
-    )
-  ).Attributes?.QueueArn;
-  await client.send(new CreateEventBusCommand({ Name: 'controller' }));
-  await client.send(
-    new PutRuleCommand({
-      Name: 'all',
-      EventBusName: 'controller',
-      EventPattern: JSON.stringify({ source: [eventSource] }),
-    }),
-  );
-  await client.send(
-    new PutTargetsCommand({
-      Rule: 'all',
-      EventBusName: 'controller',
-      Targets: [{ Id: 'queue', Arn: queueArn }],
-    }),
-  );
-  recorder.reset();
+  feed = await createEventFeed(account, 'controller');
 });
 
-async function readBack(): Promise<
-  { 'detail-type': string; source: string; time: string; detail: unknown }[]
-> {
-  const received: { 'detail-type': string; source: string; time: string; detail: unknown }[] = [];
-  for (let round = 0; round < 10; round++) {
-    const batch = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-      }),
-    );
-    if ((batch.Messages ?? []).length === 0) break;
-    for (const m of batch.Messages ?? []) {
-      received.push(JSON.parse(m.Body ?? '{}') as (typeof received)[number]);
-    }
-  }
-  return received;
-}
+const readBack = () => feed.read();
 
 describe('EventBridgePublisher against moto', () => {
   it('publishes in PutEvents calls of ten, and a rule delivers every event, each valid against its schema', async () => {

@@ -60,6 +60,7 @@ export class RecordingMetrics implements RuntimeMetrics {
  * the handler acknowledged and leaves reported failures to come back, as the event source mapping does.
  */
 export interface RuntimeWorld {
+  readonly account: MotoAccount;
   readonly aws: AwsCluster;
   readonly kube: FakeKubeApiServer;
   readonly api: CoreV1Api;
@@ -127,6 +128,7 @@ export async function createRuntimeWorld(
         tagging: endpoint,
         sqs: endpoint,
         dynamodb: endpoint,
+        events: endpoint,
       },
     },
     kubernetes: { mode: 'kubeconfig', path: kubeconfigPath },
@@ -144,6 +146,7 @@ export async function createRuntimeWorld(
   const queueUrl = queue.QueueUrl ?? '';
 
   const world: RuntimeWorld = {
+    account,
     aws,
     kube,
     api: kube.kubeConfig().makeApiClient(CoreV1Api),

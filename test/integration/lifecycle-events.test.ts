@@ -1,0 +1,191 @@
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { eventSource, lifecycleEventProblem } from '../../functions/events/lifecycle-events';
+import { createEventFeed, type DeliveredEvent, type EventFeed } from '../support/event-feed';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const key = 'default/web';
+
+let world: RuntimeWorld;
+let feed: EventFeed;
+
+beforeEach(async () => {
+  world = await createRuntimeWorld({ lifecycleEvents: { busName: 'platform' } });
+  feed = await createEventFeed(world.account, 'platform');
+});
+
+afterEach(async () => {
+  await world.stop();
+});
+
+/** Reads what the rule delivered; every event must be ours and valid against its schema. */
+async function delivered(): Promise<DeliveredEvent[]> {
+  const events = await feed.read();
+  for (const event of events) {
+    expect(event.source).toBe(eventSource);
+    expect(
+      lifecycleEventProblem({ detailType: event['detail-type'], detail: event.detail }),
+    ).toBeUndefined();
+    expect(event.detail.cluster).toBe(world.config.clusterName);
+  }
+  return events.sort((a, b) =>
+    String(a.detail.occurredAt).localeCompare(String(b.detail.occurredAt)),
+  );
+}
+
+const types = (events: readonly DeliveredEvent[]) => events.map((e) => e['detail-type']);
+const ofType = (events: readonly DeliveredEvent[], type: string) =>
+  events.find((e) => e['detail-type'] === type)?.detail;
+
+async function createService(annotations: Record<string, string> = {}) {
+  const body = loadBalancerService('web');
+  body.metadata = { ...body.metadata, annotations };
+  await world.api.createNamespacedService({ namespace: 'default', body });
+  await world.send({ v: 1, kind: 'service', key });
+  await world.drain();
+}
+
+async function patchService(body: object) {
+  await world.api.patchNamespacedService({ name: 'web', namespace: 'default', body }, merge);
+  await world.send({ v: 1, kind: 'service', key });
+  await world.drain();
+}
+
+describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', () => {
+  it('create: LoadBalancerEnsured with the real NLB, and the first eligible node set', async () => {
+    await createService();
+    const events = await delivered();
+    expect(types(events).sort()).toEqual(['LoadBalancerEnsured', 'NodeSetChanged']);
+
+    const state = readNlbState((await world.runtime.store.getService(key))?.provider);
+    const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
+    const ensured = ofType(events, 'LoadBalancerEnsured');
+    expect(ensured).toMatchObject({
+      namespace: 'default',
+      name: 'web',
+      uid: service.metadata?.uid,
+      loadBalancerArn: state.loadBalancerArn,
+      dnsName: state.dnsName,
+      scheme: 'internal',
+      securityGroupId: state.securityGroupId,
+    });
+    expect(ensured?.listeners).toEqual(
+      [80, 443].map((port) => ({
+        port,
+        protocol: 'TCP',
+        targetGroupArn: state.targetGroups?.[String(port)]?.arn,
+      })),
+    );
+    expect(ofType(events, 'NodeSetChanged')).toMatchObject({
+      added: world.aws.hosts.map((h) => h.instanceId).sort(),
+      removed: [],
+      eligibleHosts: 3,
+    });
+  });
+
+  it('the correlation id of an event is in the log lines of the sync that produced it', async () => {
+    await createService();
+    const ensured = ofType(await delivered(), 'LoadBalancerEnsured');
+    const lines = world.log.lines.filter((l) => l.fields.correlationId === ensured?.correlationId);
+    expect(lines.map((l) => l.message)).toContain('synced');
+    expect(lines.every((l) => l.fields.serviceKey === key)).toBe(true);
+  });
+
+  it('host change: NodeSetChanged and LoadBalancerHostsUpdated name the instance added', async () => {
+    await createService();
+    await delivered();
+    const [added] = await world.aws.addHosts(1);
+    world.kube.store.create('nodes', '', {
+      metadata: { name: added!.name },
+      spec: { providerID: added!.providerID },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    const events = await delivered();
+    expect(types(events)).toEqual(['NodeSetChanged', 'LoadBalancerHostsUpdated']);
+    expect(ofType(events, 'NodeSetChanged')).toMatchObject({
+      added: [added!.instanceId],
+      removed: [],
+      eligibleHosts: 4,
+    });
+    expect(ofType(events, 'LoadBalancerHostsUpdated')).toMatchObject({
+      name: 'web',
+      added: [added!.instanceId],
+      removed: [],
+    });
+  });
+
+  it('delete: LoadBalancerDeleted names the NLB that was deleted', async () => {
+    await createService();
+    const arn = ofType(await delivered(), 'LoadBalancerEnsured')?.loadBalancerArn;
+    await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    const events = await delivered();
+    expect(types(events)).toEqual(['LoadBalancerDeleted']);
+    expect(ofType(events, 'LoadBalancerDeleted')).toMatchObject({
+      name: 'web',
+      loadBalancerArn: arn,
+    });
+  });
+
+  it('a failed sync: LoadBalancerSyncFailed with the reason and the retry delay, then Ensured once it works', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    world.aws.recorder.injectFault({ operation: 'CreateLoadBalancer', kind: 'server-error' });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.handleOnce();
+    let events = await delivered();
+    const failed = ofType(events, 'LoadBalancerSyncFailed');
+    expect(failed).toMatchObject({ name: 'web', terminal: false, retryInSeconds: 1 });
+    expect(failed?.uid).not.toBe('');
+    expect(String(failed?.reason)).toMatch(/create load balancer|InternalFailure|internal/i);
+
+    world.aws.recorder.clearFaults();
+    await world.drain(3);
+    events = await delivered();
+    expect(types(events)).toEqual(['LoadBalancerEnsured']);
+  });
+
+  it('a terminal failure (an invalid annotation) says so and gives no retry delay', async () => {
+    await createService({ 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'sideways' });
+    const failed = ofType(await delivered(), 'LoadBalancerSyncFailed');
+    expect(failed).toMatchObject({ terminal: true });
+    expect(failed).not.toHaveProperty('retryInSeconds');
+  });
+
+  it('a no-op sync, a forced resync of an unchanged NLB and a label-only change publish nothing', async () => {
+    await createService();
+    await delivered();
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'service', key });
+    await world.send({ v: 1, kind: 'resync', key });
+    await world.drain();
+    await patchService({ metadata: { labels: { team: 'payments' } } });
+    expect(await delivered()).toEqual([]);
+    expect(world.aws.recorder.count('PutEvents')).toBe(0);
+  });
+
+  it('events EventBridge rejects for a while are queued, offered again and delivered once each', async () => {
+    world.aws.recorder.injectFault({ operation: 'PutEvents', kind: 'server-error', times: 8 });
+    await createService();
+    // Six attempts in the sync (three publisher rounds of two SDK attempts), two on the first
+    // re-offer: the third offer gets through.
+    await world.drain(3);
+    const events = await delivered();
+    expect(types(events).sort()).toEqual(['LoadBalancerEnsured', 'NodeSetChanged']);
+    expect(new Set(events.map((e) => e.detail.eventId)).size).toBe(2);
+    expect(world.metrics.get('LifecycleEventPublishFailures')).toBeGreaterThan(0);
+    expect(world.metrics.get('LifecycleEventsPublished')).toBe(2);
+    // The envelope's time is when it happened, not when the retry got through.
+    for (const event of events) {
+      expect(event.time).toBe(String(event.detail.occurredAt).replace(/\.\d{3}Z$/, 'Z'));
+    }
+  });
+});
