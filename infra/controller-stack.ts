@@ -15,7 +15,7 @@ import {
 } from 'aws-cdk-lib/aws-ec2';
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
 import { CfnAccessEntry, CfnPodIdentityAssociation } from 'aws-cdk-lib/aws-eks';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { EventBus, Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import {
   Effect,
@@ -103,6 +103,7 @@ export class ControllerStack extends Stack {
     });
     const backendGroup = this.backendSecurityGroup(vpc, settings);
     const functionPlacement = this.functionPlacement(vpc, settings);
+    const eventBus = this.lifecycleEventBus(settings);
 
     const config: ControllerConfig = {
       clusterName: settings.clusterName,
@@ -141,6 +142,7 @@ export class ControllerStack extends Stack {
                   }
                 : {}),
             },
+      ...(eventBus !== undefined ? { lifecycleEvents: { busName: eventBus.name } } : {}),
     };
     const environment = {
       CONTROLLER_CONFIG: this.toJsonString(config),
@@ -213,6 +215,8 @@ export class ControllerStack extends Stack {
     }
     this.table.grantReadWriteData(functionsRole);
     this.queue.grantSendMessages(functionsRole);
+    // events:PutEvents on this one bus, nothing else.
+    eventBus?.bus.grantPutEventsTo(functionsRole);
     for (const statement of controllerPermissions(this, settings)) {
       functionsRole.addToPrincipalPolicy(statement);
     }
@@ -305,6 +309,39 @@ export class ControllerStack extends Stack {
     new CfnOutput(this, 'WorkQueueUrl', { value: this.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
     new CfnOutput(this, 'StateTableName', { value: this.table.tableName });
+    if (eventBus !== undefined) {
+      new CfnOutput(this, 'LifecycleEventBusName', {
+        description: 'the bus lifecycle events go to (rules: source serverless-service-controller)',
+        value: eventBus.name,
+      });
+      new CfnOutput(this, 'LifecycleEventBusArn', { value: eventBus.bus.eventBusArn });
+    }
+  }
+
+  /**
+   * The bus lifecycle events go to, if any: the account's default bus or one of our own. Its name
+   * is returned as a literal, so the functions' configuration stays plain JSON.
+   */
+  private lifecycleEventBus(
+    settings: ControllerSettings,
+  ): { readonly bus: IEventBus; readonly name: string } | undefined {
+    switch (settings.lifecycleEventBus) {
+      case 'off':
+        return undefined;
+      case 'default':
+        return {
+          bus: EventBus.fromEventBusName(this, 'DefaultEventBus', 'default'),
+          name: 'default',
+        };
+      case 'create': {
+        const name = `${settings.clusterName}-service-controller`;
+        const bus = new EventBus(this, 'LifecycleEventBus', {
+          eventBusName: name,
+          description: `Load balancer lifecycle events of cluster ${settings.clusterName}`,
+        });
+        return { bus, name };
+      }
+    }
   }
 
   private controllerFunction(

@@ -178,5 +178,16 @@ export class ControllerMonitoring extends Construct {
         width: 8,
       }),
     );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Lifecycle events (EventBridge)',
+        left: [
+          custom('LifecycleEventsPublished', 'Sum', 'published'),
+          custom('LifecycleEventPublishFailures', 'Sum', 'rejected, queued to try again'),
+          custom('LifecycleEventsDropped', 'Sum', 'dropped'),
+        ],
+        width: 24,
+      }),
+    );
   }
 }

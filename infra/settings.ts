@@ -82,6 +82,11 @@ export const controllerSettingsSchema = z.object({
   elbv2CallsPerSecond: integer(1, 1000, 20),
   defaultScheme: z._default(z.enum(['internal', 'internet-facing']), 'internal'),
   defaultTags: z._default(z.record(z.string(), z.string()), {}),
+  /**
+   * Lifecycle events (docs/events/): `off`, the account's `default` bus, or `create` a bus for
+   * this controller. The functions may put events on that bus only.
+   */
+  lifecycleEventBus: z._default(z.enum(['off', 'default', 'create']), 'off'),
   /** An SNS topic the alarms notify. */
   alarmTopicArn: z.optional(matching(/^arn:aws[a-z-]*:sns:/, 'an SNS topic ARN')),
 });

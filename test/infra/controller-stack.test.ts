@@ -272,7 +272,15 @@ describe('CDK app (infra/)', () => {
     );
     // Each graph's metric as CloudWatch reads it: namespace then name (in the dashboard's JSON).
     const metricRef = (namespace: string, name: string) => `\\"${namespace}\\",\\"${name}\\"`;
-    for (const name of ['SyncLatency', 'Retries', 'NodeSyncDuration', 'MalformedMessages']) {
+    for (const name of [
+      'SyncLatency',
+      'Retries',
+      'NodeSyncDuration',
+      'MalformedMessages',
+      'LifecycleEventsPublished',
+      'LifecycleEventPublishFailures',
+      'LifecycleEventsDropped',
+    ]) {
       expect(body, name).toContain(metricRef('ServerlessServiceController', name));
     }
     for (const name of ['Syncs', 'AwsCalls']) {
@@ -489,5 +497,58 @@ describe('CDK app (infra/)', () => {
     );
     expect(kustomization).toContain('newTag: abc123');
     expect(() => configureKustomization({}, files)).toThrow(/found 0/);
+  });
+
+  describe('lifecycle events bus (lifecycleEventBus)', () => {
+    /** The functions' configuration as deployed: the literal parts of CONTROLLER_CONFIG. */
+    function configText(template: Template): string {
+      const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0] as {
+        Properties: { Environment: { Variables: { CONTROLLER_CONFIG: unknown } } };
+      };
+      const value = fn.Properties.Environment.Variables.CONTROLLER_CONFIG;
+      if (typeof value === 'string') return value;
+      const parts = (value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+      return parts.map((p) => (typeof p === 'string' ? p : '<token>')).join('');
+    }
+    const putEvents = (template: Template) =>
+      statementsOf(template, 'FunctionsRole').filter((s) =>
+        actionsOf(s).includes('events:PutEvents'),
+      );
+
+    it('is off by default: no bus, no events:PutEvents, nothing in the configuration', () => {
+      const { template } = synth();
+      template.resourceCountIs('AWS::Events::EventBus', 0);
+      expect(putEvents(template)).toEqual([]);
+      expect(configText(template)).not.toContain('lifecycleEvents');
+    });
+
+    it('default: PutEvents on the default bus only', () => {
+      const { template } = synth({ lifecycleEventBus: 'default' });
+      const [statement, ...others] = putEvents(template);
+      expect(others).toEqual([]);
+      expect(actionsOf(statement!)).toEqual(['events:PutEvents']);
+      expect(JSON.stringify(statement!.Resource)).toMatch(/:event-bus\/default"/);
+      expect(configText(template)).toContain('"lifecycleEvents":{"busName":"default"}');
+      template.hasOutput('LifecycleEventBusName', { Value: 'default' });
+    });
+
+    it('create: a bus of its own, PutEvents on that bus only, and its name in the configuration', () => {
+      const { template, app } = synth({ lifecycleEventBus: 'create' });
+      template.hasResourceProperties('AWS::Events::EventBus', {
+        Name: 'demo-service-controller',
+      });
+      const busId = Object.keys(template.findResources('AWS::Events::EventBus'))[0];
+      const [statement, ...others] = putEvents(template);
+      expect(others).toEqual([]);
+      expect(statement!.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
+      expect(configText(template)).toContain(
+        '"lifecycleEvents":{"busName":"demo-service-controller"}',
+      );
+      expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
+    });
+
+    it('rejects any other value', () => {
+      expect(() => synth({ lifecycleEventBus: 'my-bus' })).toThrow(/lifecycleEventBus/);
+    });
   });
 });
