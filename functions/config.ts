@@ -71,6 +71,8 @@ export const sharedSettings = {
 export const controllerConfigSchema = z.strictObject({
   ...sharedSettings,
   tableName: z.string().check(z.minLength(3), z.maxLength(255)),
+  /** Where messages that are not ours go, for inspection; dropped (logged, counted) without it. */
+  deadLetterQueueUrl: optionalUrl,
   // At most SQS's longest message delay: the period is a chain of delayed messages.
   nodeSyncPeriodSeconds: z._default(intIn(60, 900), 100),
   sweepPeriodSeconds: z._default(intIn(300, 86400), 1800),

@@ -82,7 +82,8 @@ export class ControllerStack extends Stack {
       visibilityTimeout: Duration.seconds(syncTimeout.toSeconds() * 6),
       retentionPeriod: Duration.days(4),
       // Retries resend a fresh copy before this (functions/runtime/process-work.ts), so only a
-      // message that crashes the handler again and again reaches the DLQ.
+      // message that crashes the handler again and again reaches the DLQ this way; messages that
+      // are not ours are moved there by the functions at once.
       deadLetterQueue: { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 },
     });
 
@@ -113,6 +114,7 @@ export class ControllerStack extends Stack {
       nodePolicy: settings.nodePolicy,
       queueUrl: this.queue.queueUrl,
       tableName: this.table.tableName,
+      deadLetterQueueUrl: deadLetters.queueUrl,
       nodeSyncPeriodSeconds: settings.nodeSyncPeriodSeconds,
       sweepPeriodSeconds: settings.sweepPeriodSeconds,
       backoffBaseSeconds: 5,
@@ -215,6 +217,8 @@ export class ControllerStack extends Stack {
     }
     this.table.grantReadWriteData(functionsRole);
     this.queue.grantSendMessages(functionsRole);
+    // Messages that are not ours are parked on the DLQ at once (docs/runtime.md).
+    deadLetters.grantSendMessages(functionsRole);
     // events:PutEvents on this one bus, nothing else.
     eventBus?.bus.grantPutEventsTo(functionsRole);
     for (const statement of controllerPermissions(this, settings)) {

@@ -1,6 +1,7 @@
 import {
   ChangeMessageVisibilityCommand,
   SendMessageBatchCommand,
+  SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { RetryableError } from '../core/errors';
@@ -12,12 +13,19 @@ export interface WorkQueue {
   send(messages: readonly WorkMessage[], delaySeconds?: number): Promise<void>;
   /** Makes a received message visible again after `seconds` (the backoff of S6). */
   changeVisibility(receiptHandle: string, seconds: number): Promise<void>;
+  /**
+   * Puts a message that is not ours (malformed, unknown, oversize) on the dead-letter queue as it
+   * came, with what is wrong in a message attribute: kept for inspection, never retried. Returns
+   * false when no dead-letter queue is configured.
+   */
+  deadLetter(body: string, problem: string): Promise<boolean>;
 }
 
 export class SqsWorkQueue implements WorkQueue {
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
+    private readonly deadLetterQueueUrl?: string,
   ) {}
 
   async send(messages: readonly WorkMessage[], delaySeconds = 0): Promise<void> {
@@ -40,6 +48,20 @@ export class SqsWorkQueue implements WorkQueue {
         }
       }
     }
+  }
+
+  async deadLetter(body: string, problem: string): Promise<boolean> {
+    if (this.deadLetterQueueUrl === undefined) return false;
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.deadLetterQueueUrl,
+        MessageBody: body,
+        MessageAttributes: {
+          problem: { DataType: 'String', StringValue: problem.slice(0, 1024) },
+        },
+      }),
+    );
+    return true;
   }
 
   async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {

@@ -43,7 +43,7 @@ export async function ensureQueueAndTable(
   aws: AwsAccess,
   names: { queueName: string; tableName: string },
   create: boolean,
-): Promise<{ queueUrl: string; tableName: string }> {
+): Promise<{ queueUrl: string; tableName: string; deadLetterQueueUrl?: string }> {
   const sqs = new SQSClient(clientConfig(aws));
   let queueUrl: string | undefined;
   try {
@@ -77,7 +77,19 @@ export async function ensureQueueAndTable(
     ).QueueUrl;
   }
   await ensureTable(aws, names.tableName, create);
-  return { queueUrl: queueUrl ?? '', tableName: names.tableName };
+  // The DLQ by our naming, when there is one: messages that are not ours are parked there.
+  const deadLetterQueueUrl = await sqs
+    .send(new GetQueueUrlCommand({ QueueName: `${names.queueName}-dlq` }))
+    .then((found) => found.QueueUrl)
+    .catch((error: unknown) => {
+      if (error instanceof QueueDoesNotExist) return undefined;
+      throw error;
+    });
+  return {
+    queueUrl: queueUrl ?? '',
+    tableName: names.tableName,
+    ...(deadLetterQueueUrl ? { deadLetterQueueUrl } : {}),
+  };
 }
 
 /** The state table with the key layout of the StateStore: found, created, or a clear error. */

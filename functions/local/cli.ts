@@ -122,7 +122,7 @@ const consoleLog: RuntimeLog = {
 function controllerConfig(
   flags: Flags,
   aws: AwsAccess,
-  resources: { queueUrl: string; tableName: string },
+  resources: { queueUrl: string; tableName: string; deadLetterQueueUrl?: string },
   kubeconfig: string,
   defaults: { clusterName?: string; vpcId?: string; backendSecurityGroupId?: string },
 ): ControllerConfig {
@@ -147,6 +147,7 @@ function controllerConfig(
     ...(nodePolicy ? { nodePolicy } : {}),
     queueUrl: resources.queueUrl,
     tableName: resources.tableName,
+    ...(resources.deadLetterQueueUrl ? { deadLetterQueueUrl: resources.deadLetterQueueUrl } : {}),
     aws: {
       vpcId: setting(flags, 'vpc-id', 'SSC_VPC_ID') ?? defaults.vpcId,
       ...(backend ? { backendSecurityGroupId: backend } : {}),

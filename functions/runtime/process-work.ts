@@ -45,14 +45,17 @@ export async function processWorkBatch(
     [];
   const eventMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[] =
     [];
+  const failures: { itemIdentifier: string }[] = [];
+  const parked: Promise<void>[] = [];
   for (const record of records) {
     const parsed = parseWorkMessage(record.body);
     if (!parsed.ok) {
-      ctx.log.warn('dropping malformed message', {
-        messageId: record.messageId,
-        problem: parsed.problem,
-      });
       ctx.metrics.count('MalformedMessages');
+      parked.push(
+        deadLetter(record, parsed.problem, ctx).then((failed) => {
+          if (failed) failures.push({ itemIdentifier: record.messageId });
+        }),
+      );
       continue;
     }
     const message = parsed.message;
@@ -70,11 +73,13 @@ export async function processWorkBatch(
     byKey.set(message.key, group);
   }
 
-  const failures: { itemIdentifier: string }[] = [];
-  const work = [...byKey].map(async ([key, group]) => {
-    const failed = await processKey(key, group.modes, group.records, ctx);
-    if (failed !== undefined) failures.push({ itemIdentifier: failed });
-  });
+  const work = [
+    ...parked,
+    ...[...byKey].map(async ([key, group]) => {
+      const failed = await processKey(key, group.modes, group.records, ctx);
+      if (failed !== undefined) failures.push({ itemIdentifier: failed });
+    }),
+  ];
   if (nodeMessages.length > 0) {
     work.push(
       (async () => {
@@ -115,6 +120,29 @@ export async function processWorkBatch(
   }
   await Promise.all(work);
   return { batchItemFailures: failures };
+}
+
+/**
+ * A message that is not ours goes to the dead-letter queue at once (a retry cannot fix it), or is
+ * dropped when there is none; either way it is logged and counted, and the batch goes on. Returns
+ * true when it must come back because SQS would not take it (nothing is lost).
+ */
+async function deadLetter(record: QueueRecord, problem: string, ctx: RuntimeContext) {
+  const fields = { messageId: record.messageId, problem };
+  try {
+    const kept = await ctx.queue.deadLetter(record.body, problem);
+    ctx.log.warn(
+      kept ? 'malformed message moved to the DLQ' : 'dropping malformed message',
+      fields,
+    );
+    return false;
+  } catch (error) {
+    ctx.log.error('could not move a malformed message to the DLQ; it comes back', {
+      ...fields,
+      error: errorMessage(error),
+    });
+    return true;
+  }
 }
 
 /**

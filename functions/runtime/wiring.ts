@@ -125,7 +125,7 @@ export function createRuntime(
     config,
     provider,
     store: new DynamoStateStore(DynamoDBDocumentClient.from(dynamodb), config.tableName, clock),
-    queue: new SqsWorkQueue(sqs, config.queueUrl),
+    queue: new SqsWorkQueue(sqs, config.queueUrl, config.deadLetterQueueUrl),
     lifecycle:
       eventBridge &&
       new EventBridgePublisher(eventBridge, {

@@ -140,6 +140,24 @@ describe('CDK app (infra/)', () => {
     template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
   });
 
+  it('lets the functions park messages that are not theirs on the DLQ, and tells them where it is', () => {
+    const { template } = synth();
+    const dlq = Object.entries(template.findResources('AWS::SQS::Queue')).find(
+      ([, q]) =>
+        (q as { Properties: Record<string, unknown> }).Properties.RedrivePolicy === undefined,
+    )?.[0];
+    const sends = statementsOf(template, 'FunctionsRole').filter((s) =>
+      actionsOf(s).includes('sqs:SendMessage'),
+    );
+    expect(sends.map((s) => JSON.stringify(s.Resource))).toContainEqual(
+      JSON.stringify({ 'Fn::GetAtt': [dlq, 'Arn'] }),
+    );
+    const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+    expect(JSON.stringify(fn)).toMatch(
+      new RegExp(`deadLetterQueueUrl.{0,40}\\{\\\\?"Ref\\\\?":\\\\?"${dlq}`),
+    );
+  });
+
   it('keeps state in an on-demand, encrypted table with point-in-time recovery and the StateStore key', () => {
     const { template } = synth();
     template.hasResourceProperties('AWS::DynamoDB::Table', {

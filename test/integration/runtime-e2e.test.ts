@@ -283,7 +283,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(Object.keys(sweepItem ?? {}).filter((k) => k.startsWith('orphan#'))).toEqual([]);
   });
 
-  it('drops malformed messages without failing the rest of the batch, and counts them', async () => {
+  it('moves malformed messages to the DLQ at once, saying what is wrong, without failing the rest of the batch', async () => {
     await world.api.createNamespacedService({
       namespace: 'default',
       body: loadBalancerService('web'),
@@ -293,10 +293,25 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await world.send({ v: 1, kind: 'service', key });
     await world.drain();
     expect(world.metrics.get('MalformedMessages')).toBe(2);
-    expect(world.log.lines.filter((l) => l.message === 'dropping malformed message')).toHaveLength(
-      2,
-    );
+    const parked = await world.deadLetters();
+    expect(parked.map((m) => m.body).sort()).toEqual([
+      'this is not JSON',
+      JSON.stringify({ v: 1, kind: 'mystery', key }),
+    ]);
+    expect(parked.find((m) => m.body === 'this is not JSON')?.problem).toBe('not JSON');
+    expect(parked.find((m) => m.body !== 'this is not JSON')?.problem).toMatch(/^kind: /);
     expect((await loadBalancer()).listeners).toEqual(['TCP:443', 'TCP:80']);
+    expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it('without a DLQ configured, drops malformed messages, logged and counted', async () => {
+    await world.stop();
+    world = await createRuntimeWorld({ deadLetterQueueUrl: undefined });
+    await world.send('this is not JSON');
+    await world.drain();
+    expect(world.metrics.get('MalformedMessages')).toBe(1);
+    expect(world.log.lines.map((l) => l.message)).toContain('dropping malformed message');
+    expect(await world.deadLetters()).toEqual([]);
     expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 

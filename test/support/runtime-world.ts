@@ -15,6 +15,7 @@ import { parseConfig, type ControllerConfig } from '../../functions/config';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import {
+  resendAfterReceives,
   processWorkBatch,
   type BatchResult,
   type QueueRecord,
@@ -74,6 +75,8 @@ export interface RuntimeWorld {
   handle(records: QueueRecord[]): Promise<BatchResult>;
   /** Receives one batch (waiting up to `waitSeconds`) and handles it. */
   handleOnce(waitSeconds?: number): Promise<{ records: QueueRecord[]; result: BatchResult }>;
+  /** What the dead-letter queue holds: bodies and their `problem` attribute (received, not deleted). */
+  deadLetters(): Promise<{ body: string; problem: string | undefined }[]>;
   /** Handles batches until the queue stays empty for `quietSeconds`. */
   drain(quietSeconds?: number): Promise<void>;
   queueDepth(): Promise<{ visible: number; inFlight: number; delayed: number }>;
@@ -87,8 +90,24 @@ export async function createRuntimeWorld(
   const aws = await createAwsCluster(3, undefined, account);
   const endpoint = account.config.endpoint;
   const sqs = account.client(SQSClient);
+  // The DLQ as the stack makes it: the receive limit a little past the resend limit.
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: 'work-dlq' }));
+  const dlqArn = (
+    await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
+    )
+  ).Attributes?.QueueArn;
   const queue = await sqs.send(
-    new CreateQueueCommand({ QueueName: 'work', Attributes: { VisibilityTimeout: '30' } }),
+    new CreateQueueCommand({
+      QueueName: 'work',
+      Attributes: {
+        VisibilityTimeout: '30',
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: resendAfterReceives + 2,
+        }),
+      },
+    }),
   );
   const ddb = account.client(DynamoDBClient);
   await ddb.send(
@@ -115,6 +134,7 @@ export async function createRuntimeWorld(
     region: 'us-east-1',
     claimClassless: true,
     queueUrl: queue.QueueUrl,
+    deadLetterQueueUrl: dlq.QueueUrl,
     tableName: 'state',
     backoffBaseSeconds: 1,
     leaseSeconds: 30,
@@ -220,6 +240,20 @@ export async function createRuntimeWorld(
         inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
         delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
       };
+    },
+    deadLetters: async () => {
+      const received = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: dlq.QueueUrl,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: 0,
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      return (received.Messages ?? []).map((m) => ({
+        body: m.Body ?? '',
+        problem: m.MessageAttributes?.problem?.StringValue,
+      }));
     },
     stop: () => kube.stop(),
   };

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
   configFromEnvironment,
+  controllerConfigSchema,
   parseConfig,
   type ControllerConfig,
 } from '../../../functions/config';
@@ -244,5 +246,20 @@ describe('configFromEnvironment', () => {
       configFromEnvironment({ CONTROLLER_CONFIG: JSON.stringify({ ...minimal(), region: 1 }) }),
     );
     expect(namedSettings(error)).toEqual(['region']);
+  });
+});
+
+describe('docs/runtime.md configuration table', () => {
+  it('documents every setting the schema accepts, the endpoint overrides included', () => {
+    const doc = readFileSync('docs/runtime.md', 'utf8');
+    const table = doc.slice(doc.indexOf('## Configuration'), doc.indexOf('## Observability'));
+    const documented = new Set([...table.matchAll(/`([a-zA-Z0-9.]+)`/g)].map((m) => m[1]));
+    const top = Object.keys(controllerConfigSchema.shape).filter((k) => k !== 'aws');
+    const aws = Object.keys(controllerConfigSchema.shape.aws.shape).map((k) => `aws.${k}`);
+    // The endpoints object sits inside a default; its keys are the inner object's shape.
+    const endpoints = Object.keys(
+      controllerConfigSchema.shape.aws.shape.endpoints._zod.def.innerType.shape,
+    );
+    expect([...top, ...aws, ...endpoints].filter((k) => !documented.has(k))).toEqual([]);
   });
 });
