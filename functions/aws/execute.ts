@@ -18,6 +18,7 @@ import {
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
   DescribeTagsCommand,
+  DescribeTargetGroupsCommand,
   ModifyListenerCommand,
   ModifyLoadBalancerAttributesCommand,
   ModifyTargetGroupAttributesCommand,
@@ -38,6 +39,7 @@ import { ownershipOf, resourceTags } from './model/naming';
 import type {
   DesiredListener,
   DesiredLoadBalancer,
+  DesiredTargetGroup,
   HealthCheck,
   IngressRule,
   Tags,
@@ -127,18 +129,7 @@ class PlanRun {
         return;
       case 'createTargetGroup': {
         const tg = step.targetGroup;
-        const created = await this.elbv2.send(
-          new CreateTargetGroupCommand({
-            Name: tg.name,
-            Protocol: tg.protocol,
-            Port: tg.port,
-            VpcId: desired.securityGroup.vpcId,
-            TargetType: 'instance',
-            ...healthCheckFields(tg.healthCheck),
-            Tags: tagList(tg.tags),
-          }),
-        );
-        const arn = created.TargetGroups?.[0]?.TargetGroupArn;
+        const arn = await this.createTargetGroup(tg, desired.securityGroup.vpcId);
         if (arn === undefined)
           throw new InvariantError(`CreateTargetGroup ${tg.name} returned no ARN`);
         this.targetGroupArns[tg.key] = arn;
@@ -359,10 +350,51 @@ class PlanRun {
     }
   }
 
+  /**
+   * CreateTargetGroup hands back an existing group of the same name and settings. With other
+   * settings it refuses (DuplicateTargetGroupName): a group an earlier attempt created, whose answer
+   * was lost, before the Service's health check changed. That one is found by name and brought to
+   * the desired health check; verifyCreatedTargetGroups then adopts it only if it is ours.
+   */
+  private async createTargetGroup(
+    tg: DesiredTargetGroup,
+    vpcId: string,
+  ): Promise<string | undefined> {
+    try {
+      const created = await this.elbv2.send(
+        new CreateTargetGroupCommand({
+          Name: tg.name,
+          Protocol: tg.protocol,
+          Port: tg.port,
+          VpcId: vpcId,
+          TargetType: 'instance',
+          ...healthCheckFields(tg.healthCheck),
+          Tags: tagList(tg.tags),
+        }),
+      );
+      return created.TargetGroups?.[0]?.TargetGroupArn;
+    } catch (error) {
+      if (!isAwsError(error, 'DuplicateTargetGroupName', 'DuplicateTargetGroupNameException'))
+        throw error;
+      const found = await this.elbv2.send(new DescribeTargetGroupsCommand({ Names: [tg.name] }));
+      const arn = found.TargetGroups?.[0]?.TargetGroupArn;
+      if (arn === undefined) throw error;
+      await this.verifyOwnership([arn]);
+      await this.elbv2.send(
+        new ModifyTargetGroupCommand({ TargetGroupArn: arn, ...healthCheckFields(tg.healthCheck) }),
+      );
+      return arn;
+    }
+  }
+
   private async verifyCreatedTargetGroups(): Promise<void> {
     if (this.createdTargetGroups.length === 0) return;
+    await this.verifyOwnership(this.createdTargetGroups);
+  }
+
+  private async verifyOwnership(targetGroupArns: readonly string[]): Promise<void> {
     const found = await this.elbv2.send(
-      new DescribeTagsCommand({ ResourceArns: this.createdTargetGroups }),
+      new DescribeTagsCommand({ ResourceArns: [...targetGroupArns] }),
     );
     for (const description of found.TagDescriptions ?? []) {
       const tags = tagsOf(description.Tags);

@@ -1,6 +1,7 @@
 import { DescribeSecurityGroupsCommand } from '@aws-sdk/client-ec2';
 import {
   CreateLoadBalancerCommand,
+  CreateTargetGroupCommand,
   DescribeListenersCommand,
   DescribeLoadBalancersCommand,
   DescribeTagsCommand,
@@ -402,6 +403,60 @@ describe('NlbProvider against moto', () => {
         .LoadBalancers,
     ).toHaveLength(1);
     expectedLeft = [];
+  });
+
+  describe('a target group of our name left by an attempt whose answer was lost', () => {
+    const interval = { 'service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval': '10' };
+
+    /** The first target group's name and tags as the provider makes them; then nothing is left. */
+    async function leftBehind(tags: (ours: { Key: string; Value: string }[]) => unknown[]) {
+      const first = readNlbState((await ensure(service())).state);
+      const tg = first.targetGroups?.['80'];
+      const described = await cluster.clients.elbv2.send(
+        new DescribeTagsCommand({ ResourceArns: [tg?.arn ?? ''] }),
+      );
+      const ours = (described.TagDescriptions?.[0]?.Tags ?? []).map((t) => ({
+        Key: t.Key ?? '',
+        Value: t.Value ?? '',
+      }));
+      await provider.ensureLoadBalancerDeleted(service(), first as ProviderState);
+      // The lost attempt used the health check before the Service changed it (AWS then answers
+      // DuplicateTargetGroupName instead of handing the group back).
+      const created = await cluster.clients.elbv2.send(
+        new CreateTargetGroupCommand({
+          Name: tg?.name,
+          Protocol: 'TCP',
+          Port: 30080,
+          VpcId: cluster.vpcId,
+          TargetType: 'instance',
+          HealthCheckIntervalSeconds: 30,
+          Tags: tags(ours) as { Key: string; Value: string }[],
+        }),
+      );
+      return created.TargetGroups?.[0]?.TargetGroupArn ?? '';
+    }
+
+    it('adopts ours and brings it to the desired health check: no duplicate', async () => {
+      const arn = await leftBehind((ours) => ours);
+      const state = readNlbState((await ensure(service({ annotations: interval }))).state);
+      expect(state.targetGroups?.['80']?.arn).toBe(arn);
+      const { groups } = await describeAll(state as ProviderState);
+      expect(groups.map((g) => g.HealthCheckIntervalSeconds)).toEqual([10, 10]);
+      expectedLeft = everything;
+    });
+
+    it('refuses one that is not ours, touching nothing of it', async () => {
+      const arn = await leftBehind(() => [{ Key: 'owner', Value: 'someone-else' }]);
+      await expect(ensure(service({ annotations: interval }))).rejects.toThrow(
+        /not owned by this Service/,
+      );
+      const still = await cluster.clients.elbv2.send(
+        new DescribeTargetGroupsCommand({ TargetGroupArns: [arn] }),
+      );
+      expect(still.TargetGroups?.[0]?.HealthCheckIntervalSeconds).toBe(30);
+      await provider.ensureLoadBalancerDeleted(service(), undefined);
+      expectedLeft = [];
+    });
   });
 
   it('spaces out target registrations to the client-side rate limit (4 per second)', async () => {
