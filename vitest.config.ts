@@ -18,6 +18,15 @@ export default defineConfig({
           hookTimeout: 30_000,
         },
       },
+      {
+        test: {
+          name: 'reliability',
+          include: ['test/reliability/**/*.test.ts'],
+          globalSetup: ['test/reliability/support/global-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 30_000,
+        },
+      },
     ],
   },
 });

@@ -1,0 +1,67 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * One scenario's result. `leaked`: AWS resources left over (after a delete) or created twice;
+ * `lost`: work that never took effect (a change not applied, a Service not synced, an event never
+ * delivered or delivered twice).
+ */
+export interface ScenarioResult {
+  readonly scenario: string;
+  readonly runs: number;
+  readonly converged: number;
+  readonly leaked: number;
+  readonly lost: number;
+  /** How the scenario was run and judged, one line. */
+  readonly how: string;
+}
+
+const fragments = join('bench', 'results', '.reliability');
+export const summaryPath = join('bench', 'results', 'reliability.md');
+
+/** Each test file records its scenarios; the run's teardown gathers them into one table. */
+export function recordScenario(result: ScenarioResult): void {
+  mkdirSync(fragments, { recursive: true });
+  const file = result.scenario.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+  writeFileSync(join(fragments, `${file}.json`), JSON.stringify(result));
+}
+
+export function clearScenarios(): void {
+  rmSync(fragments, { recursive: true, force: true });
+}
+
+export function scenarioTable(): { results: ScenarioResult[]; markdown: string } {
+  const names = existsSync(fragments)
+    ? readdirSync(fragments).filter((n) => n.endsWith('.json'))
+    : [];
+  const results = names
+    .map((n) => JSON.parse(readFileSync(join(fragments, n), 'utf8')) as ScenarioResult)
+    .sort((a, b) => a.scenario.localeCompare(b.scenario));
+  const rows = results.map(
+    (r) => `| ${r.scenario} | ${r.runs} | ${r.converged} | ${r.leaked} | ${r.lost} | ${r.how} |`,
+  );
+  const total = results.reduce(
+    (sum, r) => ({
+      runs: sum.runs + r.runs,
+      converged: sum.converged + r.converged,
+      leaked: sum.leaked + r.leaked,
+      lost: sum.lost + r.lost,
+    }),
+    { runs: 0, converged: 0, leaked: 0, lost: 0 },
+  );
+  const markdown = [
+    '# Reliability suite',
+    '',
+    'Written by `npm run test:reliability` (also part of `npm test`): each scenario drives the real',
+    'use cases or the whole runtime against moto and the fake Kubernetes API server, breaks',
+    'something, and checks the end state. `leaked`: AWS resources left over or created twice;',
+    '`lost`: changes, messages or events that never took effect (or took effect twice).',
+    '',
+    '| scenario | runs | converged | leaked | lost | how |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows,
+    `| **all** | ${total.runs} | ${total.converged} | ${total.leaked} | ${total.lost} | |`,
+    '',
+  ].join('\n');
+  return { results, markdown };
+}
