@@ -9,7 +9,12 @@ export interface PublishReport {
   readonly published: number;
   /** Events still rejected after every attempt: handed back, never thrown. */
   readonly rejected: readonly LifecycleEvent[];
+  /** Events EventBridge refused as invalid: no retry can help them. */
+  readonly invalid: readonly LifecycleEvent[];
 }
+
+/** Entry errors that say the entry itself is wrong; anything else may pass on a later try. */
+const invalidEntryCodes = new Set(['MalformedDetail', 'InvalidArgument', 'ValidationException']);
 
 export interface EventBridgePublisherOptions {
   /** The bus name or ARN; `default` for the account's default bus. */
@@ -33,12 +38,14 @@ export class EventBridgePublisher implements LifecyclePublisher {
   async publish(events: readonly LifecycleEvent[]): Promise<PublishReport> {
     let published = 0;
     const rejected: LifecycleEvent[] = [];
+    const invalid: LifecycleEvent[] = [];
     for (let i = 0; i < events.length; i += maxEntriesPerCall) {
       const result = await this.publishBatch(events.slice(i, i + maxEntriesPerCall));
       published += result.published;
       rejected.push(...result.rejected);
+      invalid.push(...result.invalid);
     }
-    return { published, rejected };
+    return { published, rejected, invalid };
   }
 
   private async publishBatch(batch: readonly LifecycleEvent[]): Promise<PublishReport> {
@@ -46,6 +53,7 @@ export class EventBridgePublisher implements LifecyclePublisher {
     const sleep =
       this.options.sleep ?? ((ms: number) => new Promise((resolve) => setTimeout(resolve, ms)));
     let pending = [...batch];
+    const invalid: LifecycleEvent[] = [];
     let reason = '';
     for (let attempt = 1; attempt <= attempts && pending.length > 0; attempt++) {
       if (attempt > 1) await sleep(100 * 2 ** (attempt - 2));
@@ -63,14 +71,26 @@ export class EventBridgePublisher implements LifecyclePublisher {
           }),
         );
         const entries = result.Entries ?? [];
-        const rejected = pending.filter((_, index) => entries[index]?.EventId === undefined);
+        const rejected: LifecycleEvent[] = [];
+        pending.forEach((event, index) => {
+          const entry = entries[index];
+          if (entry?.EventId !== undefined) return;
+          if (invalidEntryCodes.has(entry?.ErrorCode ?? '')) invalid.push(event);
+          else rejected.push(event);
+        });
         reason = entries.find((e) => e.ErrorCode !== undefined)?.ErrorCode ?? reason;
         pending = rejected;
       } catch (error) {
         reason = error instanceof Error ? error.name : String(error);
       }
     }
-    if (pending.length > 0) this.options.onFailure?.(pending.length, reason);
-    return { published: batch.length - pending.length, rejected: pending };
+    if (pending.length + invalid.length > 0) {
+      this.options.onFailure?.(pending.length + invalid.length, reason);
+    }
+    return {
+      published: batch.length - pending.length - invalid.length,
+      rejected: pending,
+      invalid,
+    };
   }
 }

@@ -16,7 +16,6 @@ import type {
   LoadBalancerProvider,
   LoadBalancerSummary,
   ProviderState,
-  TargetChanges,
   UpdateResult,
 } from '../sync/ports';
 import { isAwsError, translateAwsError } from './aws-errors';
@@ -140,13 +139,11 @@ export class NlbProvider implements LoadBalancerProvider {
         observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
     });
     nlb.appliedTagKeys = Object.keys(desired.tags).sort();
-    const before = observed.targetGroups.flatMap((tg) => tg.targets ?? []);
-    const after = desired.targetGroups.flatMap((tg) => tg.targets);
     return {
       status: statusOf(nlb.dnsName ?? ''),
       state: toProviderState(nlb),
       summary: summaryOf(desired, nlb),
-      targets: targetChanges(before, after),
+      instances: uniqueSorted(desired.targetGroups.flatMap((tg) => tg.targets)),
     };
   }
 
@@ -164,18 +161,14 @@ export class NlbProvider implements LoadBalancerProvider {
     const groups = Object.values(nlb.targetGroups ?? {});
     if (groups.length === 0 || groups.some((tg) => tg.targets === undefined)) {
       const ensured = await this.ensureLoadBalancer(service, hosts, state);
-      return { state: ensured.state, targets: ensured.targets };
+      return { state: ensured.state, instances: ensured.instances, summary: ensured.summary };
     }
     if (hosts.length > limits.targetsPerTargetGroup) {
       throw new TerminalError(
         `${hosts.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold`,
       );
     }
-    const wanted = [...new Set(hosts.map((h) => h.instanceId))].sort();
-    const changes = targetChanges(
-      groups.flatMap((tg) => tg.targets ?? []),
-      wanted,
-    );
+    const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
     try {
       for (const tg of groups) {
         const current = tg.targets ?? [];
@@ -206,7 +199,7 @@ export class NlbProvider implements LoadBalancerProvider {
         providerState: toProviderState(nlb),
       });
     }
-    return { state: toProviderState(nlb), targets: changes };
+    return { state: toProviderState(nlb), instances: wanted };
   }
 
   /**
@@ -378,14 +371,9 @@ function summaryOf(desired: DesiredLoadBalancer, nlb: NlbState): LoadBalancerSum
   };
 }
 
-/** Instance-level changes: an instance behind several target groups counts once. */
-function targetChanges(before: readonly string[], after: readonly string[]): TargetChanges {
-  const old = new Set(before);
-  const now = new Set(after);
-  return {
-    added: [...now].filter((id) => !old.has(id)).sort(),
-    removed: [...old].filter((id) => !now.has(id)).sort(),
-  };
+/** An instance behind several target groups counts once. */
+function uniqueSorted(ids: readonly string[]): string[] {
+  return [...new Set(ids)].sort();
 }
 
 function toJson(value: unknown): JsonValue {

@@ -11,12 +11,20 @@ import {
 import type { LifecycleRecorder, LoadBalancerSummary, TargetChanges } from '../sync/ports';
 import type { RuntimeContext } from './context';
 
-/** Publishes lifecycle events; what is still rejected after its own retries is handed back. */
+/**
+ * Publishes lifecycle events; never throws. What is still rejected after its own retries is
+ * handed back to be offered again; what EventBridge calls invalid is handed back to be dropped.
+ */
 export interface LifecyclePublisher {
-  publish(
-    events: readonly LifecycleEvent[],
-  ): Promise<{ readonly published: number; readonly rejected: readonly LifecycleEvent[] }>;
+  publish(events: readonly LifecycleEvent[]): Promise<{
+    readonly published: number;
+    readonly rejected: readonly LifecycleEvent[];
+    readonly invalid: readonly LifecycleEvent[];
+  }>;
 }
+
+/** How long an event is offered again before it is given up: a day of a broken bus or grant. */
+export const maxEventAgeSeconds = 24 * 60 * 60;
 
 /**
  * Collects one sync's lifecycle facts as events, with the envelope the use cases do not know:
@@ -149,11 +157,34 @@ export function newCollector(ctx: RuntimeContext): LifecycleCollector {
 export async function publishLifecycle(
   ctx: RuntimeContext,
   events: readonly LifecycleEvent[],
-): Promise<readonly LifecycleEvent[]> {
-  if (ctx.lifecycle === undefined || events.length === 0) return [];
-  const { published, rejected } = await ctx.lifecycle.publish(events);
-  if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
-  if (rejected.length === 0) return [];
+): Promise<void> {
+  if (ctx.lifecycle === undefined || events.length === 0) return;
+  try {
+    const { published, rejected, invalid } = await ctx.lifecycle.publish(events);
+    if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
+    dropEvents(ctx, invalid, 'EventBridge refused them as invalid');
+    if (rejected.length > 0) await queueAgain(ctx, rejected);
+  } catch (error) {
+    // The publisher does not throw; this is the last guard that keeps a sync from failing.
+    dropEvents(ctx, events, errorMessage(error));
+  }
+}
+
+/** Lifecycle events given up on: logged with their ids and counted, never silently. */
+export function dropEvents(
+  ctx: RuntimeContext,
+  events: readonly LifecycleEvent[],
+  reason: string,
+): void {
+  if (events.length === 0) return;
+  ctx.metrics.count('LifecycleEventsDropped', events.length);
+  ctx.log.error('lifecycle events dropped', {
+    reason,
+    eventIds: events.map((event) => event.detail.eventId),
+  });
+}
+
+async function queueAgain(ctx: RuntimeContext, rejected: readonly LifecycleEvent[]) {
   ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
   const delay = ctx.config.backoffBaseSeconds;
   try {
@@ -166,11 +197,6 @@ export async function publishLifecycle(
       retryInSeconds: delay,
     });
   } catch (error) {
-    ctx.metrics.count('LifecycleEventsDropped', rejected.length);
-    ctx.log.error('lifecycle events dropped: neither EventBridge nor SQS took them', {
-      eventIds: rejected.map((event) => event.detail.eventId),
-      error: errorMessage(error),
-    });
+    dropEvents(ctx, rejected, `neither EventBridge nor SQS took them: ${errorMessage(error)}`);
   }
-  return rejected;
 }

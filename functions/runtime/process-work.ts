@@ -6,7 +6,7 @@ import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
 import { backoffSeconds, type RuntimeContext } from './context';
 import { parseWorkMessage, type WorkMessage } from './messages';
-import { newCollector, publishLifecycle } from './lifecycle-feed';
+import { dropEvents, maxEventAgeSeconds, newCollector, publishLifecycle } from './lifecycle-feed';
 import { runNodeSync } from './node-sync';
 
 /** A received SQS message, as the handler sees it. */
@@ -160,12 +160,22 @@ async function republishEvents(
     });
     return [];
   }
-  const { published, rejected } = await ctx.lifecycle.publish(messages.map((m) => m.message.event));
+  const { published, rejected, invalid } = await ctx.lifecycle.publish(
+    messages.map((m) => m.message.event),
+  );
   if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
-  if (rejected.length > 0) ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
+  dropEvents(ctx, invalid, 'EventBridge refused them as invalid');
+  const now = ctx.base.clock.now().getTime();
+  const tooOld = rejected.filter(
+    (event) => now - Date.parse(event.detail.occurredAt) > maxEventAgeSeconds * 1000,
+  );
+  dropEvents(ctx, tooOld, `still rejected after ${maxEventAgeSeconds / 3600} hours`);
+  if (rejected.length > tooOld.length) {
+    ctx.metrics.count('LifecycleEventPublishFailures', rejected.length - tooOld.length);
+  }
   const failed: string[] = [];
   for (const { record, message } of messages) {
-    if (!rejected.includes(message.event)) continue;
+    if (!rejected.includes(message.event) || tooOld.includes(message.event)) continue;
     const delay = backoffSeconds(
       record.receiveCount,
       ctx.config.backoffBaseSeconds,

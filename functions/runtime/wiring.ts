@@ -98,6 +98,10 @@ export function createRuntime(
       : adapt(
           new EventBridgeClient({
             ...base,
+            // Publishing must not eat the sync's time budget: short timeouts, few attempts;
+            // what does not get through goes back on the queue (lifecycle-feed.ts).
+            maxAttempts: Math.min(base.maxAttempts, 2),
+            requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
             ...(endpoints.events ? { endpoint: endpoints.events } : {}),
           }),
         );

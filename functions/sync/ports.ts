@@ -46,23 +46,22 @@ export interface TargetChanges {
   readonly removed: readonly string[];
 }
 
-export function hasTargetChanges(changes: TargetChanges): boolean {
-  return changes.added.length + changes.removed.length > 0;
-}
-
 export interface EnsureResult {
   readonly status: LoadBalancerStatus;
   readonly state: ProviderState;
   /** Come back after this many seconds (e.g. the NLB is still provisioning); no backoff growth. */
   readonly requeueAfterSeconds?: number | undefined;
   readonly summary: LoadBalancerSummary;
-  /** Across all of the LB's target groups: an instance counts once, whatever its ports. */
-  readonly targets: TargetChanges;
+  /** The instances registered afterwards, across all target groups, sorted. */
+  readonly instances: readonly string[];
 }
 
 export interface UpdateResult {
   readonly state: ProviderState;
-  readonly targets: TargetChanges;
+  /** The instances registered afterwards, across all target groups, sorted. */
+  readonly instances: readonly string[];
+  /** Present when the update had to be a full Ensure (the targets were not all recorded). */
+  readonly summary?: LoadBalancerSummary | undefined;
 }
 
 export interface DeleteResult {
@@ -141,6 +140,14 @@ export interface LifecycleRecorder {
   nodeSetChanged(change: TargetChanges & { readonly eligibleHosts: number }): void;
 }
 
+/** The LB as last announced: its shape and ARN (LoadBalancerEnsured) and its instances. */
+export interface Announced {
+  /** Unknown for a record from before the feed existed: the next shape is taken silently. */
+  readonly shape?: string | undefined;
+  readonly loadBalancerId?: string | undefined;
+  readonly instances: readonly string[];
+}
+
 /** What state keeps for one Service: what the seed's serviceCache held, and more (DESIGN §3). */
 export interface ServiceRecord {
   readonly key: ServiceKey;
@@ -154,8 +161,8 @@ export interface ServiceRecord {
   readonly status?: LoadBalancerStatus | undefined;
   /** Hash of the hosts the LB last got. */
   readonly hostsHash?: string | undefined;
-  /** The shape (LoadBalancerSummary.shape) last announced as LoadBalancerEnsured. */
-  readonly announcedShape?: string | undefined;
+  /** What the lifecycle feed was last told of this Service's LB (see sync/announce.ts). */
+  readonly announced?: Announced | undefined;
   /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
   readonly deleting?: boolean | undefined;
   readonly updatedAt: string;

@@ -6,7 +6,8 @@ import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { isBeingDeleted, serviceReference } from '../core/objects';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
-import { hasTargetChanges, type TargetChanges } from './ports';
+import { announce } from './announce';
+import type { UpdateResult } from './ports';
 import { syncService } from './sync-service';
 
 /**
@@ -40,14 +41,9 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       claim: deps.claim,
       providerFingerprint: deps.provider.fingerprint,
     };
-    let state = record.provider;
-    let targets: TargetChanges = { added: [], removed: [] };
+    let result: UpdateResult;
     try {
-      ({ state, targets } = await deps.provider.updateLoadBalancer(
-        service,
-        hosts.hosts,
-        record.provider,
-      ));
+      result = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider);
     } catch (error) {
       if (error instanceof InvariantError) throw error;
       // S17: a failed update of an LB that no longer exists is not an error. Drift like that is
@@ -85,9 +81,14 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
     const wasCurrent =
       record.hostsHash !== undefined &&
       record.checkpoint === checkpointFor({ ...checkpointInput, hostsHash: record.hostsHash });
+    // A record from before the feed existed sets the baseline silently.
+    const announced = announce(service, record.announced, result, deps.lifecycle, {
+      silent: record.announced === undefined,
+    });
     await deps.state.putService({
       ...record,
-      provider: state,
+      provider: result.state,
+      announced,
       hostsHash: hosts.hash,
       checkpoint: wasCurrent
         ? checkpointFor({ ...checkpointInput, hostsHash: hosts.hash })
@@ -95,7 +96,6 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       updatedAt: deps.clock.now().toISOString(),
     });
     await deps.events.record(ref, hosts.hosts.length === 0 ? events.unavailable : events.updated);
-    if (hasTargetChanges(targets)) deps.lifecycle.hostsUpdated(service, targets);
     return done;
   } catch (error) {
     return outcomeOf(error);

@@ -1,6 +1,7 @@
 import type { ServiceKey } from '../core/keys';
 import { planNodeSync } from '../core/node-sync-plan';
-import { announceNodeSet, type SyncDependencies } from './dependencies';
+import type { HostSet } from '../core/hosts';
+import type { SyncDependencies } from './dependencies';
 
 export interface NodeSyncResult {
   /** Services whose LB needs a host update: enqueue each key for syncHosts. */
@@ -30,4 +31,22 @@ export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult>
     eligibleHosts: plan.eligible.hosts.length,
     changed: plan.changed,
   };
+}
+
+/**
+ * NodeSetChanged, when the eligible instances differ (a change of warned nodes alone is not one).
+ * Only node sync announces, under its lease: a service sync that stores the first host set does
+ * so unannounced, as several may do it at once.
+ */
+function announceNodeSet(
+  previous: HostSet | undefined,
+  next: HostSet,
+  deps: SyncDependencies,
+): void {
+  const before = new Set(previous?.hosts.map((h) => h.instanceId) ?? []);
+  const after = new Set(next.hosts.map((h) => h.instanceId));
+  const added = [...after].filter((id) => !before.has(id)).sort();
+  const removed = [...before].filter((id) => !after.has(id)).sort();
+  if (added.length + removed.length === 0) return;
+  deps.lifecycle.nodeSetChanged({ added, removed, eligibleHosts: next.hosts.length });
 }

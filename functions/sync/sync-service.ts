@@ -15,7 +15,8 @@ import { sameSnapshot, serviceSnapshot } from '../core/snapshot';
 import { loadBalancerStatusEqual } from '../core/status';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
-import { hasTargetChanges, providerStateOf, type ProviderState, type ServiceRecord } from './ports';
+import { announce } from './announce';
+import { providerStateOf, type ProviderState, type ServiceRecord } from './ports';
 
 /**
  * Syncs one Service key (S4, S7–S13, S19): re-reads the live Service, deletes what state records
@@ -49,6 +50,8 @@ export async function syncService(
     const outcome = await deleteRecorded(record, deps);
     if (outcome.kind !== 'done') return outcome;
     record = undefined;
+    // The rest of the pass, a failure included, is about the new Service.
+    deps.lifecycle.subject(service);
   }
   const live = service;
   try {
@@ -116,7 +119,7 @@ async function deleteRecorded(
     }
     await emit(events.deleted);
     await deps.state.deleteService(record.key);
-    deps.lifecycle.deleted(snapshot, result.loadBalancerId);
+    announceDeleted(snapshot, record, result.loadBalancerId, deps);
     return done;
   } catch (error) {
     return outcomeOf(error);
@@ -166,9 +169,22 @@ async function deleteBranch(
   // A Service on its way out has nothing to show; patching it would only race its removal.
   if (!isBeingDeleted(service)) await patchStatusIfChanged(service, {}, deps);
   if (record !== undefined) await deps.state.deleteService(key);
-  // Only when there was something of ours: a Service that never had an LB has nothing to announce.
-  if (exists || record !== undefined) deps.lifecycle.deleted(service, deletedId);
+  announceDeleted(service, record, deletedId, deps);
   return done;
+}
+
+/**
+ * LoadBalancerDeleted, when there was a load balancer to speak of: one announced, or one this
+ * delete found. A Service whose LB was never created (invalid from the start) has nothing to say.
+ */
+function announceDeleted(
+  service: Service,
+  record: ServiceRecord | undefined,
+  deletedId: string | undefined,
+  deps: SyncDependencies,
+): void {
+  if (record?.announced === undefined && deletedId === undefined) return;
+  deps.lifecycle.deleted(service, deletedId ?? record?.announced?.loadBalancerId);
 }
 
 /** S10: make the LB match the Service, unless the checkpoint says it already does. */
@@ -218,7 +234,7 @@ async function ensureBranch(
     provider: record?.provider ?? {},
     status: record?.status,
     hostsHash: record?.hostsHash,
-    announcedShape: record?.announcedShape,
+    announced: record?.announced,
     updatedAt: deps.clock.now().toISOString(),
   };
   await deps.state.putService(pending);
@@ -230,24 +246,23 @@ async function ensureBranch(
     throw error;
   }
   const provisioning = result.requeueAfterSeconds !== undefined;
-  // Announced once the NLB is usable, and again only when its shape changes: a resync that finds
-  // nothing to do, or a pass after a failure that had already made the change, says nothing new.
-  const announce = !provisioning && result.summary.shape !== pending.announcedShape;
+  // Announced once the provider is done (not while it asks to come back), and then only what
+  // changed since the last announcement. A record from before the feed existed, whose Ensure had
+  // completed, sets the baseline silently.
+  const announced = provisioning
+    ? record?.announced
+    : announce(service, record?.announced, result, deps.lifecycle, {
+        silent: record !== undefined && record.announced === undefined && !!record.checkpoint,
+      });
   await deps.state.putService({
     ...pending,
     provider: result.state,
     status: result.status,
     checkpoint: provisioning ? undefined : checkpoint,
     hostsHash: hosts.hash,
-    announcedShape: announce ? result.summary.shape : pending.announcedShape,
+    announced,
     updatedAt: deps.clock.now().toISOString(),
   });
-  if (announce) deps.lifecycle.ensured(service, result.summary);
-  // A full Ensure that moved targets of an LB already announced (new nodes along with a spec
-  // change, or targets removed by hand) is a host update too.
-  if (pending.announcedShape !== undefined && hasTargetChanges(result.targets)) {
-    deps.lifecycle.hostsUpdated(service, result.targets);
-  }
   if (!provisioning) await deps.events.record(ref, events.ensured);
   await patchStatusIfChanged(service, result.status, deps);
   if (result.requeueAfterSeconds !== undefined) {

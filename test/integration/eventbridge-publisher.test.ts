@@ -74,7 +74,7 @@ describe('EventBridgePublisher against moto', () => {
     const report = await new EventBridgePublisher(client, { busName: 'controller' }).publish(
       events(12),
     );
-    expect(report).toEqual({ published: 12, rejected: [] });
+    expect(report).toEqual({ published: 12, rejected: [], invalid: [] });
     expect(recorder.count('PutEvents')).toBe(2);
     const delivered = await readBack();
     expect(delivered).toHaveLength(12);
@@ -94,7 +94,7 @@ describe('EventBridgePublisher against moto', () => {
       busName: 'controller',
       sleep: () => Promise.resolve(),
     }).publish(events(3));
-    expect(report).toEqual({ published: 3, rejected: [] });
+    expect(report).toEqual({ published: 3, rejected: [], invalid: [] });
     expect(await readBack()).toHaveLength(3);
   });
 
@@ -108,7 +108,7 @@ describe('EventBridgePublisher against moto', () => {
       sleep: () => Promise.resolve(),
       onFailure: (failed) => failures.push(failed),
     }).publish(events4);
-    expect(report).toEqual({ published: 0, rejected: events4 });
+    expect(report).toEqual({ published: 0, rejected: events4, invalid: [] });
     expect(failures).toEqual([4]);
     expect(recorder.count('PutEvents')).toBe(3);
   });
@@ -134,7 +134,30 @@ describe('EventBridgePublisher against moto', () => {
       busName: 'controller',
       sleep: () => Promise.resolve(),
     }).publish(events(3));
-    expect(report).toEqual({ published: 3, rejected: [] });
+    expect(report).toEqual({ published: 3, rejected: [], invalid: [] });
     expect(calls).toEqual([3, 1]);
+  });
+
+  it('hands back an entry EventBridge calls invalid at once, without retrying it (stubbed, as above)', async () => {
+    const calls: number[] = [];
+    const stub = {
+      send: (command: { input: { Entries?: unknown[] } }) => {
+        const entries = command.input.Entries ?? [];
+        calls.push(entries.length);
+        return Promise.resolve({
+          FailedEntryCount: 1,
+          Entries: entries.map((_, i) =>
+            i === 0 ? { ErrorCode: 'MalformedDetail' } : { EventId: `e${i}` },
+          ),
+        });
+      },
+    } as unknown as EventBridgeClient;
+    const sent = events(2);
+    const report = await new EventBridgePublisher(stub, {
+      busName: 'controller',
+      sleep: () => Promise.resolve(),
+    }).publish(sent);
+    expect(report).toEqual({ published: 1, rejected: [], invalid: [sent[0]] });
+    expect(calls).toEqual([2]);
   });
 });

@@ -55,10 +55,10 @@ async function patchService(body: object) {
 }
 
 describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', () => {
-  it('create: LoadBalancerEnsured with the real NLB, and the first eligible node set', async () => {
+  it('create: LoadBalancerEnsured with the real NLB', async () => {
     await createService();
     const events = await delivered();
-    expect(types(events).sort()).toEqual(['LoadBalancerEnsured', 'NodeSetChanged']);
+    expect(types(events)).toEqual(['LoadBalancerEnsured']);
 
     const state = readNlbState((await world.runtime.store.getService(key))?.provider);
     const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
@@ -79,11 +79,18 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
         targetGroupArn: state.targetGroups?.[String(port)]?.arn,
       })),
     );
-    expect(ofType(events, 'NodeSetChanged')).toMatchObject({
-      added: world.aws.hosts.map((h) => h.instanceId).sort(),
-      removed: [],
-      eligibleHosts: 3,
+  });
+
+  it('a change of the NLB (other ports): LoadBalancerEnsured again, with the new listeners', async () => {
+    await createService();
+    await delivered();
+    await patchService({
+      spec: { ports: [{ name: 'http', protocol: 'TCP', port: 8080, targetPort: 8080 }] },
     });
+    const events = await delivered();
+    expect(types(events)).toEqual(['LoadBalancerEnsured']);
+    const listeners = ofType(events, 'LoadBalancerEnsured')?.listeners as { port: number }[];
+    expect(listeners.map((l) => l.port)).toEqual([8080]);
   });
 
   it('the correlation id of an event is in the log lines of the sync that produced it', async () => {
@@ -164,7 +171,9 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
     await createService();
     await delivered();
     world.aws.recorder.reset();
+    // One at a time: in one batch they would collapse into a single resync.
     await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
     await world.send({ v: 1, kind: 'resync', key });
     await world.drain();
     await patchService({ metadata: { labels: { team: 'payments' } } });
@@ -175,17 +184,41 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   it('events EventBridge rejects for a while are queued, offered again and delivered once each', async () => {
     world.aws.recorder.injectFault({ operation: 'PutEvents', kind: 'server-error', times: 8 });
     await createService();
-    // Six attempts in the sync (three publisher rounds of two SDK attempts), two on the first
-    // re-offer: the third offer gets through.
+    // The sync's publish spends six of the faults (three rounds of two SDK attempts) and queues
+    // the event; the re-offer spends the last two and gets through on its second round.
     await world.drain(3);
     const events = await delivered();
-    expect(types(events).sort()).toEqual(['LoadBalancerEnsured', 'NodeSetChanged']);
-    expect(new Set(events.map((e) => e.detail.eventId)).size).toBe(2);
-    expect(world.metrics.get('LifecycleEventPublishFailures')).toBeGreaterThan(0);
-    expect(world.metrics.get('LifecycleEventsPublished')).toBe(2);
+    expect(types(events)).toEqual(['LoadBalancerEnsured']);
+    expect(world.aws.recorder.attempts.filter((a) => a.operation === 'PutEvents')).toHaveLength(9);
+    expect(world.metrics.get('LifecycleEventPublishFailures')).toBe(1);
+    expect(world.metrics.get('LifecycleEventsPublished')).toBe(1);
+    expect(world.metrics.get('LifecycleEventsDropped')).toBe(0);
     // The envelope's time is when it happened, not when the retry got through.
     for (const event of events) {
       expect(event.time).toBe(String(event.detail.occurredAt).replace(/\.\d{3}Z$/, 'Z'));
     }
+  });
+
+  it('an event still rejected after a day is given up: logged with its id, counted, off the queue', async () => {
+    world.aws.recorder.injectFault({ operation: 'PutEvents', kind: 'server-error' });
+    const old = {
+      detailType: 'LoadBalancerDeleted' as const,
+      detail: {
+        schemaVersion: 1 as const,
+        eventId: 'old-event',
+        occurredAt: new Date(Date.now() - 25 * 3600 * 1000).toISOString(),
+        cluster: world.config.clusterName,
+        correlationId: 'c-old',
+        namespace: 'default',
+        name: 'gone',
+        uid: 'u-gone',
+      },
+    };
+    await world.send({ v: 1, kind: 'event', event: old });
+    await world.drain();
+    expect(world.metrics.get('LifecycleEventsDropped')).toBe(1);
+    const line = world.log.lines.find((l) => l.message === 'lifecycle events dropped');
+    expect(line?.fields.eventIds).toEqual(['old-event']);
+    expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 });

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import {
-  CreateEventBusCommand,
   EventBridgeClient,
   PutEventsCommand,
   PutRuleCommand,
@@ -38,7 +37,7 @@ function example(type: string) {
     Source: event.source,
     DetailType: event['detail-type'],
     Detail: JSON.stringify({ ...event.detail, cluster: 'my-cluster' }),
-    EventBusName: 'platform',
+    EventBusName: 'default',
   };
 }
 
@@ -53,18 +52,17 @@ describe("the README's example rule (moto)", () => {
         new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
       )
     ).Attributes?.QueueArn;
-    await events.send(new CreateEventBusCommand({ Name: 'platform' }));
     await events.send(
       new PutRuleCommand({
         Name: 'lb-ensured',
-        EventBusName: 'platform',
+        EventBusName: 'default',
         EventPattern: JSON.stringify(readmePattern()),
       }),
     );
     await events.send(
       new PutTargetsCommand({
         Rule: 'lb-ensured',
-        EventBusName: 'platform',
+        EventBusName: 'default',
         Targets: [{ Id: 'q', Arn: queueArn }],
       }),
     );

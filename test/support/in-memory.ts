@@ -243,7 +243,6 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     );
     this.faults.check('ensureLoadBalancer');
     const uid = service.metadata?.uid ?? '';
-    const before = this.balancers.get(uid)?.hosts ?? [];
     const lb: FakeLoadBalancer = {
       name: this.getLoadBalancerName(service),
       serviceKey: keyOf(service.metadata?.namespace, service.metadata?.name),
@@ -279,7 +278,7 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
           ports: service.spec?.ports?.map((p) => p.port) ?? [],
         }),
       },
-      targets: targetChangesOf(before, lb.hosts),
+      instances: [...lb.hosts].sort(),
     });
   }
 
@@ -296,9 +295,8 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     this.faults.check('updateLoadBalancer');
     const lb = this.balancers.get(service.metadata?.uid ?? '');
     if (lb === undefined) return Promise.reject(new Error('LoadBalancerNotFound'));
-    const before = lb.hosts;
     lb.hosts = hosts.map((h) => h.instanceId);
-    return Promise.resolve({ state: state ?? {}, targets: targetChangesOf(before, lb.hosts) });
+    return Promise.resolve({ state: state ?? {}, instances: [...lb.hosts].sort() });
   }
 
   ensureLoadBalancerDeleted(
@@ -325,13 +323,6 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   private describe(service: Service): string {
     return `${keyOf(service.metadata?.namespace, service.metadata?.name)} uid=${service.metadata?.uid ?? ''}`;
   }
-}
-
-function targetChangesOf(before: readonly string[], after: readonly string[]): TargetChanges {
-  return {
-    added: after.filter((id) => !before.includes(id)).sort(),
-    removed: before.filter((id) => !after.includes(id)).sort(),
-  };
 }
 
 function statusOf(lb: FakeLoadBalancer): LoadBalancerStatus {
@@ -419,7 +410,8 @@ export class RecordingLifecycle implements LifecycleRecorder {
   readonly subjects: string[] = [];
 
   subject(service: Service): void {
-    this.subjects.push(keyOf(service.metadata?.namespace, service.metadata?.name));
+    const key = keyOf(service.metadata?.namespace, service.metadata?.name);
+    this.subjects.push(`${key} ${service.metadata?.uid ?? ''}`);
   }
   ensured(service: Service, summary: LoadBalancerSummary): void {
     this.add('Ensured', service, summary);
