@@ -24,6 +24,7 @@ export interface AwsCall {
 export type FaultKind = 'throttle' | 'server-error' | 'timeout' | 'latency' | 'error';
 
 export interface FaultRule {
+  /** An operation name, or `*` for every operation (of `service`, when given). */
   readonly operation: string;
   readonly service?: string;
   readonly kind: FaultKind;
@@ -33,6 +34,12 @@ export interface FaultRule {
   readonly latencyMs?: number;
   /** For `error`: the AWS error code to answer with (e.g. `DependencyViolation`), as a 400. */
   readonly code?: string;
+  /**
+   * Hit only this share of matching attempts (0–1), drawn from `random` (give a seeded one for
+   * a storm that is the same every run). Missed attempts do not spend `times`.
+   */
+  readonly probability?: number;
+  readonly random?: () => number;
 }
 
 interface ActiveFault extends FaultRule {
@@ -118,8 +125,9 @@ export class AwsCallRecorder {
     const fault = this.faults.find(
       (f) =>
         f.remaining > 0 &&
-        f.operation === call.operation &&
-        (f.service === undefined || f.service === call.service),
+        (f.operation === '*' || f.operation === call.operation) &&
+        (f.service === undefined || f.service === call.service) &&
+        (f.probability === undefined || (f.random ?? Math.random)() < f.probability),
     );
     if (fault === undefined) return;
     fault.remaining -= 1;
