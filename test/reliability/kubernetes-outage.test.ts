@@ -1,0 +1,90 @@
+import { afterEach, expect, it, vi } from 'vitest';
+import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { Forwarder } from '../../functions/forwarder/forwarder';
+import type { JsonObject } from '../../functions/local/fake-kube/patches';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { recordScenario } from './support/summary';
+import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
+
+let world: RuntimeWorld;
+let forwarder: Forwarder | undefined;
+
+afterEach(async () => {
+  await forwarder?.stop(5_000);
+  forwarder = undefined;
+  await world.stop();
+});
+
+it('a Kubernetes API outage during syncs: the syncs back off and finish once it returns', async () => {
+  world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
+  const names = ['api-0', 'api-1', 'api-2'];
+  await createLoadBalancerServices(world, names);
+  // Every request fails for a while: reads of the Service, finalizer and status patches, events.
+  world.kube.failNextRequests(15, 503);
+  const drained = await drainAll(world);
+  const end = await endStateProblems(world, Object.fromEntries(names.map((n) => [n, [80, 443]])));
+  const finalized = await Promise.all(
+    names.map(async (name) => {
+      const live = await world.api.readNamespacedService({ name, namespace: 'default' });
+      return (live.metadata?.finalizers ?? []).length > 0 && !!live.status?.loadBalancer?.ingress;
+    }),
+  );
+  const parked = await world.deadLetters();
+  recordScenario({
+    scenario: 'Kubernetes API outage during syncs',
+    runs: names.length,
+    converged: finalized.filter(Boolean).length === names.length ? end.converged : 0,
+    leaked: end.leaked,
+    lost: names.length - end.converged + parked.length,
+    how: 'the next 15 API requests answer 503 while 3 new Services sync; finalizer, status, NLB and DLQ checked after',
+  });
+  expect(drained).toBe(true);
+  expect(world.metrics.get('Retries')).toBeGreaterThan(0);
+  expect(end.problems).toEqual([]);
+  expect(finalized).toEqual([true, true, true]);
+  expect(parked).toEqual([]);
+});
+
+it('a Kubernetes API outage while forwarding: Services created meanwhile are queued once it returns', async () => {
+  world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
+  forwarder = new Forwarder({
+    kubeConfig: world.kube.kubeConfig(),
+    claim: { loadBalancerClass: world.config.loadBalancerClass, claimClassless: true },
+    nodePolicy: 'stable',
+    send: (messages) => new SqsWorkQueue(world.sqs, world.config.queueUrl).send(messages),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
+  });
+  forwarder.start();
+  await vi.waitFor(() => expect(forwarder?.ready).toBe(true), { timeout: 10_000 });
+  await drainAll(world); // the node events of the first list
+
+  // The API server goes away: watches end, and the next 30 requests (relists) fail.
+  world.kube.failNextRequests(30, 503);
+  world.kube.dropWatches();
+  const names = ['fwd-0', 'fwd-1', 'fwd-2'];
+  for (const name of names) {
+    const body = JSON.parse(JSON.stringify(loadBalancerService(name))) as JsonObject;
+    world.kube.store.create('services', 'default', body);
+  }
+  // Back: the forwarder relists and queues what it missed.
+  await vi.waitFor(
+    async () => {
+      const depth = await world.queueDepth();
+      expect(depth.visible + depth.inFlight + depth.delayed).toBeGreaterThan(0);
+    },
+    { timeout: 30_000, interval: 200 },
+  );
+  const drained = await drainAll(world);
+  const end = await endStateProblems(world, Object.fromEntries(names.map((n) => [n, [80, 443]])));
+  recordScenario({
+    scenario: 'Kubernetes API outage while forwarding',
+    runs: names.length,
+    converged: end.converged,
+    leaked: end.leaked,
+    lost: names.length - end.converged,
+    how: 'watches dropped and the next 30 API requests answer 503 while 3 Services are created; the forwarder must relist and queue them',
+  });
+  expect(drained).toBe(true);
+  expect(end.problems).toEqual([]);
+});
