@@ -1,202 +1,35 @@
 /**
- * `npm run bench:forwarder`: streams 10,000 Services and 5,000 Nodes through the fake API server
- * into (a) the bundled forwarder, sending to moto's SQS, and (b) a baseline process that keeps full
- * objects in client-node informer caches. Prints peak RSS and CPU time of each, read from /proc.
+ * `npm run bench:forwarder`: streams 10,000 Services and 5,000 Nodes (BENCH_SERVICES, BENCH_NODES)
+ * through the fake API server into the bundled forwarder and into a client-node informer baseline,
+ * and prints the peak RSS and CPU time of each (bench/scenarios/forwarder.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { buildForwarder } from '../functions/forwarder/build';
-import { FakeKubeApiServer } from '../functions/local/fake-kube';
 import { startMotoServer } from '../functions/local/moto-server';
+import { forwarderBench } from './scenarios/forwarder';
 
-const serviceCount = Number(process.env.BENCH_SERVICES ?? 10_000);
-const nodeCount = Number(process.env.BENCH_NODES ?? 5_000);
-const rssTargetMiB = 100;
-const forwarderNodeFlags = ['--max-semi-space-size=1', '--max-old-space-size=48'];
-
-/** Peak RSS (MiB) and CPU seconds of a live process, from /proc. */
-function usage(pid: number): { peakRssMiB: number; cpuSeconds: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const peakKb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
-  return { peakRssMiB: Math.round((peakKb / 1024) * 10) / 10, cpuSeconds: ticks / 100 };
-}
-
-function realisticNode(i: number) {
-  const id = `i-${(0x0a00000000000000n + BigInt(i)).toString(16).padStart(17, '0')}`;
-  return {
-    metadata: {
-      name: `ip-10-${Math.floor(i / 250)}-${i % 250}-1.ec2.internal`,
-      labels: Object.fromEntries(
-        Array.from({ length: 15 }, (_, n) => [`example.com/label-${n}`, `value-${n}-${i}`]),
-      ),
-      annotations: {
-        'node.alpha.kubernetes.io/ttl': '0',
-        'volumes.kubernetes.io/controller-managed-attach-detach': 'true',
-      },
-    },
-    spec: { providerID: `aws:///us-east-1a/${id}`, podCIDR: `10.${i % 250}.0.0/24` },
-    status: {
-      conditions: ['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready'].map((type) => ({
-        type,
-        status: type === 'Ready' ? 'True' : 'False',
-        lastHeartbeatTime: '2026-11-30T00:00:00Z',
-        lastTransitionTime: '2026-11-30T00:00:00Z',
-        reason: `Kubelet${type}`,
-        message: `kubelet reports ${type}`,
-      })),
-      addresses: [
-        { type: 'InternalIP', address: `10.0.${i % 250}.${i % 200}` },
-        { type: 'Hostname', address: `ip-10-0-${i}.ec2.internal` },
-      ],
-      capacity: { cpu: '8', memory: '32Gi', pods: '110', 'ephemeral-storage': '100Gi' },
-      allocatable: { cpu: '7910m', memory: '31Gi', pods: '110', 'ephemeral-storage': '95Gi' },
-      nodeInfo: {
-        kubeletVersion: 'v1.34.0',
-        osImage: 'Amazon Linux 2023',
-        containerRuntimeVersion: 'containerd://2.0.0',
-        architecture: 'amd64',
-        operatingSystem: 'linux',
-      },
-      images: Array.from({ length: 20 }, (_, n) => ({
-        names: [
-          `registry.example.com/team/image-${n}@sha256:${'ab'.repeat(32)}`,
-          `registry.example.com/team/image-${n}:v${n}`,
-        ],
-        sizeBytes: 100_000_000 + n,
-      })),
-    },
-  };
-}
-
-function realisticService(i: number) {
-  const lb = i % 10 === 0;
-  return {
-    metadata: {
-      name: `svc-${i}`,
-      namespace: `team-${i % 50}`,
-      labels: { app: `app-${i}`, 'app.kubernetes.io/managed-by': 'helm' },
-      annotations: {
-        'meta.helm.sh/release-name': `release-${i}`,
-        'meta.helm.sh/release-namespace': `team-${i % 50}`,
-        ...(lb ? { 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internal' } : {}),
-      },
-    },
-    spec: {
-      type: lb ? 'LoadBalancer' : 'ClusterIP',
-      selector: { app: `app-${i}` },
-      ports: [
-        { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 },
-        { name: 'metrics', protocol: 'TCP', port: 9090, targetPort: 9090 },
-      ],
-    },
-  };
-}
-
-async function measure(name: string, child: ChildProcess, done: () => Promise<boolean>) {
-  const started = Date.now();
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  while (!(await done().catch(() => false))) {
-    if (child.exitCode !== null) throw new Error(`${name} exited early:\n${output.slice(-2000)}`);
-    if (Date.now() - started > 300_000)
-      throw new Error(`${name} did not finish in 300 s:\n${output.slice(-2000)}`);
-    await sleep(200);
-  }
-  const result = usage(child.pid ?? 0);
-  child.kill('SIGKILL');
-  return { name, ...result, seconds: (Date.now() - started) / 1000 };
-}
+const services = Number(process.env.BENCH_SERVICES ?? 10_000);
+const nodes = Number(process.env.BENCH_NODES ?? 5_000);
 
 const moto = await startMotoServer();
-const kube = await FakeKubeApiServer.start();
 try {
-  for (let i = 0; i < nodeCount; i++) kube.store.create('nodes', '', realisticNode(i));
-  for (let i = 0; i < serviceCount; i++)
-    kube.store.create('services', realisticService(i).metadata.namespace, realisticService(i));
-  const dir = mkdtempSync(join(tmpdir(), 'bench-fwd-'));
-  writeFileSync(join(dir, 'kubeconfig'), kube.kubeconfigText());
-  const bundle = join(dir, 'main.mjs');
-  await buildForwarder(bundle);
-  const sqs = new SQSClient({
-    endpoint: moto.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-  });
-  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'bench' }))).QueueUrl ?? '';
-  const lbServices = Math.ceil(serviceCount / 10);
-  const env = {
-    ...process.env,
-    KUBECONFIG: join(dir, 'kubeconfig'),
-    AWS_ACCESS_KEY_ID: 'x',
-    AWS_SECRET_ACCESS_KEY: 'x',
-  };
-
-  // The container's Node flags (functions/forwarder/Dockerfile): a small young generation and a
-  // capped old one keep the heap, and so RSS, near what is live.
-  const forwarder = spawn(process.execPath, [...forwarderNodeFlags, bundle], {
-    env: {
-      ...env,
-      CONTROLLER_CONFIG: JSON.stringify({
-        clusterName: 'bench',
-        region: 'us-east-1',
-        claimClassless: true,
-        queueUrl,
-        sqsEndpoint: moto.endpoint,
-        port: 0,
-      }),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const forwarded = async () => {
-    const attributes = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages'],
-      }),
-    );
-    // Every LoadBalancer Service once, plus the coalesced node triggers.
-    return Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0) >= lbServices;
-  };
-  const forwarderResult = await measure('forwarder (fingerprints)', forwarder, forwarded);
-
-  const baseline = spawn(process.execPath, ['--import', 'tsx', 'bench/informer-baseline.ts'], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let baselineOutput = '';
-  baseline.stdout.on('data', (chunk: Buffer) => (baselineOutput += chunk.toString()));
-  const baselineResult = await measure(
-    'baseline (client-node informers, full objects)',
-    baseline,
-    () => Promise.resolve(baselineOutput.includes('synced')),
+  const result = await forwarderBench(moto.endpoint, { services, nodes });
+  console.log(`${services} Services (${result.loadBalancerServices} LoadBalancer), ${nodes} Nodes`);
+  console.table(
+    [result.forwarder, result.baseline].map((r) => ({
+      process: r.name,
+      'peak RSS (MiB)': r.peakRssMiB,
+      'CPU (s)': r.cpuSeconds,
+      'wall (s)': r.seconds,
+    })),
   );
-
-  const rows = [forwarderResult, baselineResult].map((r) => ({
-    process: r.name,
-    'peak RSS (MiB)': r.peakRssMiB,
-    'CPU (s)': r.cpuSeconds,
-    'wall (s)': r.seconds,
-  }));
-  console.log(`${serviceCount} Services (${lbServices} LoadBalancer), ${nodeCount} Nodes`);
-  console.table(rows);
-  const within = forwarderResult.peakRssMiB <= rssTargetMiB;
   console.log(
     JSON.stringify({
-      forwarderPeakRssMiB: forwarderResult.peakRssMiB,
-      baselinePeakRssMiB: baselineResult.peakRssMiB,
-      targetMiB: rssTargetMiB,
-      within,
+      forwarderPeakRssMiB: result.forwarder.peakRssMiB,
+      baselinePeakRssMiB: result.baseline.peakRssMiB,
+      targetMiB: result.targetMiB,
+      within: result.within,
     }),
   );
-  if (!within) process.exitCode = 1;
+  if (!result.within) process.exitCode = 1;
 } finally {
-  await kube.stop();
   await moto.stop();
 }

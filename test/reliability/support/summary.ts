@@ -7,7 +7,7 @@ import { join } from 'node:path';
  * delivered or delivered twice).
  */
 export interface ScenarioResult {
-  readonly scenario: string;
+  readonly scenario: (typeof scenarioNames)[number];
   readonly runs: number;
   readonly converged: number;
   readonly leaked: number;
@@ -15,6 +15,19 @@ export interface ScenarioResult {
   /** How the scenario was run and judged, one line. */
   readonly how: string;
 }
+
+/** Every scenario the suite records; a run that lacks one (a filter, one file) keeps the table. */
+export const scenarioNames = [
+  'crash at every step: create',
+  'crash at every step: update',
+  'crash at every step: delete',
+  'throttling storm',
+  'lifecycle events during an EventBridge outage',
+  'bad input catalogue',
+  'duplicates and races',
+  'Kubernetes API outage during syncs',
+  'Kubernetes API outage while forwarding',
+] as const;
 
 const fragments = join('bench', 'results', '.reliability');
 export const summaryPath = join('bench', 'results', 'reliability.md');

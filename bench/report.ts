@@ -1,0 +1,540 @@
+/**
+ * Turns the results of `npm run bench` into bench/results/latest.json, latest.md (tables, model,
+ * assumptions) and SVG charts, formatted as the repository's Prettier configuration wants them.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as prettier from 'prettier';
+import { anchors, type ScenarioCalls } from './scenarios/calls';
+import type { CostResult } from './scenarios/cost';
+import type { ForwarderResult } from './scenarios/forwarder';
+import type { BundlesResult } from './scenarios/bundles';
+import type { OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
+import type { ThroughputResult } from './scenarios/throughput';
+import { percentile, round } from './support/stats';
+import { barChart, lineChart } from './support/svg';
+
+export interface BenchResults {
+  readonly generatedAt: string;
+  readonly machine: {
+    readonly cpus: number;
+    readonly cpuModel: string;
+    readonly memoryGiB: number;
+    readonly loadAverage: readonly number[];
+    readonly node: string;
+  };
+  readonly totalSeconds: number;
+  readonly sectionSeconds: Record<string, number>;
+  readonly errors: { readonly section: string; readonly message: string }[];
+  readonly calls?: ScenarioCalls[] | undefined;
+  readonly propagation?: PropagationResult | undefined;
+  readonly throughput?: ThroughputResult | undefined;
+  readonly throughputInMemory?: ThroughputResult | undefined;
+  readonly forwarder?: ForwarderResult | undefined;
+  readonly bundles?: BundlesResult | undefined;
+  readonly cost?: CostResult | undefined;
+}
+
+type Cell = string | number;
+
+function table(headers: readonly string[], rows: readonly (readonly Cell[])[]): string {
+  const line = (cells: readonly Cell[]) =>
+    `| ${cells.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+const s = (ms: number) => `${round(ms / 1000, ms < 10_000 ? 2 : 1)} s`;
+const ratio = (ours: number, theirs: number) =>
+  theirs === 0 ? 'n/a' : `${round(ours / theirs, 2)}×`;
+const money = (v: number) => (v < 0.01 ? `$${v.toFixed(4)}` : `$${v.toFixed(2)}`);
+
+function callsSection(calls: ScenarioCalls[]): string {
+  const rows = calls.map((r) => {
+    const a = anchors[r.scenario];
+    return [
+      a.label,
+      r.cloud,
+      a.goal,
+      r.cloud <= a.goal ? 'yes' : '**no**',
+      a.cpa,
+      ratio(r.cloud, a.cpa),
+      a.albcText,
+      ratio(r.cloud, a.albc),
+      r.tagging,
+      r.state,
+      r.kube,
+      Object.entries(r.byOperation)
+        .map(([op, n]) => `${op.split('.')[1] ?? op}×${n}`)
+        .join(' ') || '—',
+    ];
+  });
+  return [
+    '## AWS calls per scenario',
+    '',
+    'One Service with 2 ports and 3 nodes, through the real use cases (syncService, syncNodes, syncHosts) and the real NLB provider against moto; counted with SDK middleware. The anchors are the counts in DESIGN §5 (cloud-provider-aws legacy NLB, counted from its code; aws-load-balancer-controller, approximate; its ratio uses the middle of its range). "State ops" are state-store port calls and "Kubernetes" the Kubernetes API and Events calls of the use cases (in-memory here, so they are counted, not timed).',
+    '',
+    table(
+      [
+        'scenario',
+        'ours: ELBv2+EC2',
+        'goal',
+        'within goal',
+        'cloud-provider-aws',
+        'ours / CPA',
+        'AWS LB Controller',
+        'ours / ALBC',
+        'tagging API',
+        'state ops',
+        'Kubernetes',
+        'ours, by operation',
+      ],
+      rows,
+    ),
+    '',
+    '![AWS calls per scenario](calls.svg)',
+  ].join('\n');
+}
+
+function propagationSection(p: PropagationResult): string {
+  const m = p.model;
+  const rows = p.ours.map((ours, i) => {
+    const seed = p.seed[i]!;
+    const low = p.oursLowBudget[i]!;
+    return [
+      ours.services,
+      s(ours.p50Ms),
+      s(ours.maxMs),
+      s(seed.p50Ms),
+      s(seed.maxMs),
+      ratio(ours.p50Ms, seed.p50Ms),
+      ratio(ours.maxMs, seed.maxMs),
+      `${ours.elbv2Attempts} (${ours.throttledAttempts} throttled)`,
+      ours.sdkRetries,
+      ours.syncRetries,
+      `${s(low.p50Ms)} / ${s(low.maxMs)} (${low.throttledAttempts} throttled)`,
+    ];
+  });
+  const limits = Object.values(p.rateLimits).map((l) => [
+    l.applies,
+    l.capacity,
+    `${l.refillPerSecond}/s`,
+    l.source,
+  ]);
+  return [
+    '## Node-change propagation',
+    '',
+    `Time from a node being added in the API server until every affected NLB has it registered in all its target groups, for ${p.ours.map((o) => o.services).join(', ')} LoadBalancer Services (${m.portsPerService} ports each, ${m.initialNodes} nodes before). Simulated on a virtual clock (no real waiting), the same way for both designs: every remote call (ELBv2, EC2, SQS, DynamoDB, Kubernetes) takes **${m.latencyMs} ms**, and ELBv2/EC2 enforce the account-level token buckets below.`,
+    '',
+    `- **Ours**: the real runtime and use cases — processWorkBatch → runNodeSync → syncNodes, then processWorkBatch → processKey → syncHosts → NlbProvider.updateLoadBalancer — over in-memory fakes written for the benchmark (bench/sim/): a queue and event source mapping (batches of ${m.batchSize}, ${m.batchingWindowMs} ms batching window, maximum concurrency from functions/runtime/capacity.ts for \`elbv2CallsPerSecond\` = ${m.elbv2CallsPerSecond}, i.e. ${p.ours[0]?.concurrency ?? '?'} warm function instances), a state table with DynamoStateStore's lease semantics (one ${m.latencyMs} ms request per DynamoDB call it would make; a Scan page per MB), the Kubernetes API, and ELBv2. Each instance has its own SDK clients: the per-process limiter of functions/aws/clients.ts and the SDK's \`adaptive\` retry mode (5 attempts, throttling backoff, retry quota and CUBIC rate limiter as in @smithy/core). A sync whose call the SDK gives up on backs off through SQS visibility (5 s, doubling). The forwarder hop is one watch delivery plus one SendMessageBatch.`,
+    `- **Seed** (v1.15/1.16 service controller with cloud-provider-aws): the node-sync loop runs every ${m.seed.periodSeconds} s; after a node change it calls UpdateLoadBalancer for every LB Service, one after another, ${m.seed.callsPerLoadBalancer.length} ELBv2/EC2 calls each (DESIGN §5; the call list is in bench/scenarios/propagation.ts), on the same buckets and latency. Its client waits for a token instead of being throttled (optimistic for the seed). p50 adds the average wait for the next tick (${m.seed.periodSeconds / 2} s) and the informer delay (${m.seed.informerMs} ms) to the median position in the loop; max adds the worst wait (${m.seed.periodSeconds} s) to the whole loop.`,
+    '',
+    table(
+      [
+        'LB Services',
+        'ours p50',
+        'ours max',
+        'seed p50',
+        'seed max',
+        'p50 ours/seed',
+        'max ours/seed',
+        'ours ELBv2 attempts',
+        'ours SDK retries',
+        'ours syncs backed off',
+        'ours with elbv2CallsPerSecond=4 (2 instances): p50 / max',
+      ],
+      rows,
+    ),
+    '',
+    'ELBv2/EC2 rate limits modelled (per account and Region, token buckets):',
+    '',
+    table(['APIs', 'bucket', 'refill', 'source'], limits),
+    '',
+    `With 1 Service, ours is mostly two event-source batching windows (${m.batchingWindowMs} ms each: the node message, then the host update) plus some twenty ${m.latencyMs} ms calls; the seed is mostly the wait for its next ${m.seed.periodSeconds} s tick.`,
+    '',
+    `At 100 and 1,000 Services both designs are bound by the RegisterTargets bucket (${p.rateLimits.elbv2Registration.refillPerSecond}/s after a burst of ${p.rateLimits.elbv2Registration.capacity}): ours needs 2 calls per LB, the seed 16 (9 of them on the Describe bucket, which bounds its loop at ~0.9 s per LB). The default budget (\`elbv2CallsPerSecond\` = 20 → 5 instances, each allowed 4 RegisterTargets/s by its own limiter) offers up to 20 RegisterTargets/s against a 4/s bucket: many attempts are throttled and retried; a budget of 4 (2 instances, the floor) finishes as fast with far fewer throttled attempts.`,
+    '',
+    '![Propagation time](propagation.svg)',
+    '',
+    '![NLBs updated over time, 1,000 Services](propagation-cdf.svg)',
+  ].join('\n');
+}
+
+function throughputRows(t: ThroughputResult): Cell[][] {
+  return t.phases.map((ph) => [
+    ph.phase === 'node added' ? `node added (${ph.syncs} host updates)` : ph.phase,
+    ph.events,
+    ph.wallSeconds,
+    ph.eventsPerSecond,
+    s(ph.e2eP50Ms),
+    s(ph.e2eP99Ms),
+    s(ph.syncP50Ms),
+    s(ph.syncP99Ms),
+    ph.invocations,
+    `${ph.motoCallMs} ms`,
+  ]);
+}
+
+const throughputHeaders = [
+  'phase',
+  'events',
+  'wall (s)',
+  'events/s',
+  'end-to-end p50',
+  'end-to-end p99',
+  'sync p50',
+  'sync p99',
+  'invocations',
+  'mean moto call',
+];
+
+function throughputSection(t: ThroughputResult, inMemory: ThroughputResult | undefined): string {
+  return [
+    '## Pipeline throughput and sync latency',
+    '',
+    `Backend: **${t.backend}**. The real forwarder (in process), the real runtime (processWorkBatch) in ${t.concurrency} function instances (the event source mapping's maximum concurrency for the default budget), each with its own SDK clients and per-process limiter; the event source mapping is emulated by pollers that long-poll the queue (batches of 10) and delete what succeeded. Each phase writes ${t.services} events to the API server at once and waits until all are done: *create* until the Service status carries the NLB's DNS name, *update* (an annotation change) until the Service is synced again, *node added* until every Service's target groups have the new instance, *delete* until the Service is gone (NLB, target groups and security group deleted, finalizer released). End-to-end latency runs from the API write; sync latency is one sync pass (the runtime's SyncLatency metric). Events/s for *node added* counts host updates.`,
+    '',
+    table(throughputHeaders, throughputRows(t)),
+    '',
+    `A Service's state item is ${round(t.serviceItemBytes / 1024, 1)} KB after its create (the record with the Service snapshot and provider state, plus lease attributes), so every write to it (lease taken, record written, lease released, and the conditional delete of an emptied item, which fails but is still charged) costs ${Math.ceil(t.serviceItemBytes / 1024)} write units. In the delete phase the forwarder also forwards the final DELETED watch event; that second sync finds nothing left to do, which is why the delete sync p50 is short.`,
+    '',
+    'moto dominates: it is one Python process serving every AWS call on the same 2 cores as the forwarder, the fake API server and the runtime, and its mean call time (last column) is several times what ELBv2, SQS or DynamoDB answer in. Creates are further bound by the per-process ELBv2 limiter (5 Create* calls per Service at 5/s per instance, so a batch of 10 creates takes at least 10 s).',
+    ...(inMemory === undefined
+      ? []
+      : [
+          '',
+          `The same run with the provider port served in memory (**${inMemory.backend}**), which takes ELBv2 and EC2 (and their limiter) out and leaves the pipeline itself — forwarder, SQS, lease and state in DynamoDB, Kubernetes status and finalizer — still on moto:`,
+          '',
+          table(throughputHeaders, throughputRows(inMemory)),
+        ]),
+    '',
+    'The in-memory model of the whole runtime with 50 ms per call, ELBv2 included, is the propagation section above.',
+    '',
+    '![Throughput latency](throughput.svg)',
+  ].join('\n');
+}
+
+function forwarderSection(f: ForwarderResult): string {
+  return [
+    '## Forwarder memory and CPU',
+    '',
+    `${f.services.toLocaleString('en-US')} Services (${f.loadBalancerServices.toLocaleString('en-US')} of type LoadBalancer) and ${f.nodes.toLocaleString('en-US')} Nodes, realistic objects, streamed from the fake API server (the benchmark of \`npm run bench:forwarder\`, ${f.services === 10_000 && f.nodes === 5_000 ? 'at its full size' : 'at a reduced size set by BENCH_SERVICES / BENCH_NODES'}). The forwarder is the production bundle with the container's Node flags, sending to moto's SQS; it is measured once every LoadBalancer Service has been forwarded. The baseline keeps full objects in client-node informer caches. Peak RSS is VmHWM, CPU is user+system time, from /proc.`,
+    '',
+    table(
+      ['process', 'peak RSS (MiB)', 'CPU (s)', 'wall (s)'],
+      [f.forwarder, f.baseline].map((p) => [p.name, p.peakRssMiB, p.cpuSeconds, p.seconds]),
+    ),
+    '',
+    `Target (DESIGN §5): ≤ ${f.targetMiB} MiB — ${f.within ? 'met' : '**not met**'}.`,
+    '',
+    '![Forwarder RSS](forwarder.svg)',
+  ].join('\n');
+}
+
+function bundlesSection(b: BundlesResult): string {
+  const kib = (n: number) => round(n / 1024, 0).toLocaleString('en-US');
+  return [
+    '## Lambda bundles and cold initialisation',
+    '',
+    `Built with esbuild ${b.esbuild} as CDK's NodejsFunction builds them (\`${b.options}\`). Cold init: a fresh \`node\` ${b.node} process imports the bundle (with the configuration the stack gives, EKS mode with endpoint and CA, so nothing is looked up); *import* is from the import to the handler export being available, *since process start* adds Node's own start-up. For service-sync, *first invocation* is the handler's first call with an empty batch, which builds the runtime (configuration, SDK clients) as the first real event would. Medians of ${b.functions[0]?.runs ?? 0} runs, after one unmeasured run. \`@aws-sdk/*\` is external, as on Lambda, where the runtime provides it: here it loads from node_modules.`,
+    '',
+    table(
+      [
+        'function',
+        'bundle (KiB)',
+        'gzip (KiB)',
+        'source map (KiB)',
+        'import (ms)',
+        'since process start (ms)',
+        'first invocation (ms)',
+      ],
+      b.functions.map((f) => [
+        f.name,
+        kib(f.bytes),
+        kib(f.gzipBytes),
+        kib(f.sourceMapBytes),
+        round(f.importMs, 0),
+        round(f.sinceStartMs, 0),
+        f.firstInvokeMs === undefined ? '—' : round(f.firstInvokeMs, 0),
+      ]),
+    ),
+    '',
+    'Lambda gives a function CPU in proportion to its memory (512 MB here is a fraction of a vCPU), so the same import can take longer there than on this machine.',
+  ].join('\n');
+}
+
+function costSection(c: CostResult, t: ThroughputResult | undefined): string {
+  const rows = c.rows.map((r) => [
+    r.per,
+    round(r.perEvent.sqsRequests, 2),
+    round(r.perEvent.invocations, 3),
+    round(r.perEvent.gbSeconds, 3),
+    round(r.perEvent.wru, 1),
+    round(r.perEvent.rru, 1),
+    money(r.perMillion.sqs),
+    money(r.perMillion.lambdaRequests),
+    money(r.perMillion.lambdaCompute),
+    money(r.perMillion.dynamoWrites),
+    money(r.perMillion.dynamoReads),
+    `**${money(r.perMillion.total)}**`,
+  ]);
+  const scaled = t?.phases.map((ph, i) => {
+    const row = c.rows[i]!;
+    const factor = Math.min(1, 50 / Math.max(1, ph.motoCallMs));
+    const compute = row.perMillion.lambdaCompute * factor;
+    return [
+      row.per,
+      `${ph.motoCallMs} ms`,
+      money(compute),
+      money(row.perMillion.total - row.perMillion.lambdaCompute + compute),
+    ];
+  });
+  return [
+    '## Cost per million events',
+    '',
+    `From the counts of the throughput run (per event = phase total ÷ events). Prices: ${c.prices.asOf}.`,
+    '',
+    table(
+      ['item', 'price'],
+      [
+        [
+          'SQS standard, per request (a batch of ≤ 10 messages is one request)',
+          '$0.40 per million',
+        ],
+        ['Lambda requests', '$0.20 per million'],
+        [`Lambda duration, arm64 (${c.memoryMiB} MB functions)`, '$0.0000133334 per GB-second'],
+        ['DynamoDB on-demand writes', '$0.625 per million write request units'],
+        ['DynamoDB on-demand reads', '$0.125 per million read request units'],
+      ],
+    ),
+    '',
+    `Formula: ${c.formula}. DynamoDB units are estimated from item sizes by AWS's rounding (1 KB per write unit of the larger of the item before and after, 4 KB per strongly consistent read unit, transactions twice, a failed conditional write still pays for the item).`,
+    '',
+    table(
+      [
+        'per',
+        'SQS req',
+        'invocations',
+        'GB-s',
+        'WRU',
+        'RRU',
+        'SQS',
+        'Lambda req',
+        'Lambda compute',
+        'DynamoDB writes',
+        'DynamoDB reads',
+        'total per million',
+      ],
+      rows,
+    ),
+    '',
+    "Lambda compute above is billed on the durations measured against moto, whose calls are slower than AWS's. Scaled to 50 ms per AWS call (duration × 50 ms ÷ mean moto call; a rough lower bound for phases bound by the per-process limiter, whose waits do not shrink):",
+    '',
+    scaled === undefined
+      ? ''
+      : table(['per', 'mean moto call', 'Lambda compute, scaled', 'total, scaled'], scaled),
+    '',
+    `Not included: ${c.excluded.join('; ')}.`,
+    '',
+    '![Cost per million events](cost.svg)',
+  ].join('\n');
+}
+
+function assumptions(results: BenchResults): string {
+  const p = results.propagation;
+  return [
+    '## Assumptions and limits',
+    '',
+    `- Machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; load average at the start ${results.machine.loadAverage.map((l) => round(l, 2)).join(' / ')}. Wall-clock numbers (throughput, forwarder, cold init) move with the machine's load; call counts and the simulated propagation do not.`,
+    `- Propagation: a fixed ${p?.model.latencyMs ?? 50} ms for every remote call, no jitter; warm Lambda instances (no cold start); ELBv2 registration bucket ${p?.rateLimits.elbv2Registration.capacity ?? 20} tokens at ${p?.rateLimits.elbv2Registration.refillPerSecond ?? 4}/s shared by RegisterTargets and DeregisterTargets and by nobody else in the account; throttled requests consume no token; the seed's client never sees a throttle (it waits for a token), and its informer already has the node; the seed's 16 calls are those DESIGN §5 counts for one added node with a warm instance cache; jitter of the SDK backoff comes from a seeded PRNG, so runs repeat exactly.`,
+    "- Throughput: each phase is one burst of events written at once; moto and the fake API server stand in for AWS and Kubernetes (a second run serves the provider port from memory, so only SQS and DynamoDB stay on moto); the event source mapping is emulated (long polling with 1 s waits, no batching window, no scaling ramp); all function instances share this machine's 2 cores with moto.",
+    '- Cost: measured counts of one burst per phase; DynamoDB units estimated from item sizes; Lambda duration as measured on moto (plus a scaled variant); see the list of exclusions.',
+    '- Bundles: built locally as CDK would, not taken from a synthesised cloud assembly; cold init measured on this machine, not in Lambda.',
+  ].join('\n');
+}
+
+function cdf(values: readonly number[]): number[] {
+  return Array.from({ length: 21 }, (_, i) => round(percentile(values, i * 5), 0));
+}
+
+/** What goes into latest.json: the full results, with per-Service timings reduced to percentiles. */
+function forJson(results: BenchResults): unknown {
+  const p = results.propagation;
+  const run = ({ completionsMs, ...rest }: OursRun) => ({
+    ...rest,
+    completionPercentilesMs: cdf(completionsMs),
+  });
+  const seed = ({ loopMs, ...rest }: SeedRun) => ({
+    ...rest,
+    loopPercentilesMs: cdf(loopMs),
+  });
+  return {
+    ...results,
+    propagation:
+      p === undefined
+        ? undefined
+        : {
+            ...p,
+            ours: p.ours.map(run),
+            oursLowBudget: p.oursLowBudget.map(run),
+            seed: p.seed.map(seed),
+          },
+  };
+}
+
+function charts(results: BenchResults): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (results.calls) {
+    out['calls.svg'] = barChart({
+      title: 'ELBv2 + EC2 calls per Service (2 ports, 3 nodes)',
+      categories: results.calls.map((r) => anchors[r.scenario].label),
+      series: [
+        { name: 'ours (measured, moto)', values: results.calls.map((r) => r.cloud) },
+        {
+          name: 'cloud-provider-aws (DESIGN §5)',
+          values: results.calls.map((r) => anchors[r.scenario].cpa),
+        },
+        {
+          name: 'AWS LB Controller (DESIGN §5, approx.)',
+          values: results.calls.map((r) => anchors[r.scenario].albc),
+        },
+      ],
+      yLabel: 'calls',
+    });
+  }
+  const p = results.propagation;
+  if (p) {
+    out['propagation.svg'] = barChart({
+      title: 'Node added → every affected NLB updated (simulated, 50 ms per call)',
+      categories: p.ours.map((o) => `${o.services} LB Service${o.services === 1 ? '' : 's'}`),
+      series: [
+        { name: 'ours p50', values: p.ours.map((o) => o.p50Ms / 1000) },
+        { name: 'ours max', values: p.ours.map((o) => o.maxMs / 1000) },
+        { name: 'seed p50', values: p.seed.map((o) => o.p50Ms / 1000) },
+        { name: 'seed max', values: p.seed.map((o) => o.maxMs / 1000) },
+      ],
+      yLabel: 'seconds (log scale)',
+      log: true,
+    });
+    const largest = p.ours.at(-1);
+    const largestSeed = p.seed.at(-1);
+    if (largest && largestSeed) {
+      const n = largest.completionsMs.length;
+      const seedOffset = p.model.seed.informerMs + (p.model.seed.periodSeconds * 1000) / 2;
+      out['propagation-cdf.svg'] = lineChart({
+        title: `Share of ${n.toLocaleString('en-US')} NLBs updated after a node is added`,
+        series: [
+          {
+            name: 'ours',
+            points: [
+              [0, 0],
+              ...largest.completionsMs.map((t, i) => [t / 1000, (i + 1) / n] as const),
+            ],
+          },
+          {
+            name: 'seed (average tick wait)',
+            points: [
+              [0, 0],
+              [seedOffset / 1000, 0],
+              ...largestSeed.loopMs.map((t, i) => [(t + seedOffset) / 1000, (i + 1) / n] as const),
+            ],
+          },
+        ],
+        xLabel: 'seconds after the node was added',
+        yLabel: 'share of NLBs updated',
+      });
+    }
+  }
+  const t = results.throughput;
+  if (t) {
+    out['throughput.svg'] = barChart({
+      title: `End-to-end and sync latency per phase (${t.services} Services, moto)`,
+      categories: t.phases.map((ph) => ph.phase),
+      series: [
+        { name: 'end-to-end p50', values: t.phases.map((ph) => ph.e2eP50Ms / 1000) },
+        { name: 'end-to-end p99', values: t.phases.map((ph) => ph.e2eP99Ms / 1000) },
+        { name: 'sync p50', values: t.phases.map((ph) => ph.syncP50Ms / 1000) },
+        { name: 'sync p99', values: t.phases.map((ph) => ph.syncP99Ms / 1000) },
+      ],
+      yLabel: 'seconds',
+    });
+  }
+  const f = results.forwarder;
+  if (f) {
+    out['forwarder.svg'] = barChart({
+      title: `Peak RSS, ${f.services.toLocaleString('en-US')} Services + ${f.nodes.toLocaleString('en-US')} Nodes`,
+      categories: ['peak RSS (MiB)'],
+      series: [
+        { name: 'forwarder', values: [f.forwarder.peakRssMiB] },
+        { name: 'client-node informers', values: [f.baseline.peakRssMiB] },
+      ],
+      yLabel: 'MiB',
+      reference: { value: f.targetMiB, label: `target ${f.targetMiB} MiB` },
+    });
+  }
+  const c = results.cost;
+  if (c) {
+    out['cost.svg'] = barChart({
+      title: 'Cost per million events (us-east-1, measured counts on moto)',
+      categories: c.rows.map((r) =>
+        r.phase === 'node added' ? 'host update (node added)' : r.phase,
+      ),
+      series: [
+        { name: 'SQS', values: c.rows.map((r) => r.perMillion.sqs) },
+        { name: 'Lambda requests', values: c.rows.map((r) => r.perMillion.lambdaRequests) },
+        { name: 'Lambda compute', values: c.rows.map((r) => r.perMillion.lambdaCompute) },
+        { name: 'DynamoDB writes', values: c.rows.map((r) => r.perMillion.dynamoWrites) },
+        { name: 'DynamoDB reads', values: c.rows.map((r) => r.perMillion.dynamoReads) },
+      ],
+      yLabel: 'US$ per million events',
+      stacked: true,
+    });
+  }
+  return out;
+}
+
+export function renderMarkdown(results: BenchResults): string {
+  const sections = [
+    '# Benchmarks',
+    '',
+    `Generated by \`npm run bench\` on ${results.generatedAt} in ${round(results.totalSeconds, 0)} s (${Object.entries(
+      results.sectionSeconds,
+    )
+      .map(([name, seconds]) => `${name} ${round(seconds, 0)} s`)
+      .join(', ')}). Data: [latest.json](latest.json). Design budgets: DESIGN §5.`,
+  ];
+  if (results.errors.length > 0) {
+    sections.push(
+      '',
+      '**Sections that failed:**',
+      '',
+      ...results.errors.map((e) => `- ${e.section}: ${e.message.split('\n')[0] ?? ''}`),
+    );
+  }
+  if (results.calls) sections.push('', callsSection(results.calls));
+  if (results.propagation) sections.push('', propagationSection(results.propagation));
+  if (results.throughput) {
+    sections.push('', throughputSection(results.throughput, results.throughputInMemory));
+  }
+  if (results.forwarder) sections.push('', forwarderSection(results.forwarder));
+  if (results.bundles) sections.push('', bundlesSection(results.bundles));
+  if (results.cost) sections.push('', costSection(results.cost, results.throughput));
+  sections.push('', assumptions(results), '');
+  return sections.join('\n');
+}
+
+/** Writes latest.json, latest.md and the charts; returns the formatted markdown. */
+export async function writeReport(results: BenchResults, dir: string): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  const format = async (text: string, file: string) => {
+    const options = (await prettier.resolveConfig(file)) ?? {};
+    return prettier.format(text, { ...options, filepath: file });
+  };
+  const markdown = await format(renderMarkdown(results), join(dir, 'latest.md'));
+  writeFileSync(join(dir, 'latest.md'), markdown);
+  writeFileSync(
+    join(dir, 'latest.json'),
+    await format(JSON.stringify(forJson(results)), join(dir, 'latest.json')),
+  );
+  for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(dir, name), svg);
+  return markdown;
+}

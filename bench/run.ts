@@ -1,0 +1,106 @@
+/**
+ * `npm run bench`: the benchmark suite. Runs every section, writes bench/results/latest.json,
+ * latest.md and SVG charts, and prints the tables. One moto server serves the sections that need
+ * AWS; it is stopped on the way out, also on failure or Ctrl-C. A failed section is reported and
+ * the others still run; the exit code is then non-zero.
+ *
+ * Sizes: BENCH_THROUGHPUT_SERVICES (default 50), BENCH_SERVICES / BENCH_NODES for the forwarder
+ * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5).
+ */
+import { cpus, loadavg, totalmem } from 'node:os';
+import { startMotoServer, type MotoServer } from '../functions/local/moto-server';
+import { writeReport, type BenchResults } from './report';
+import { killTracked } from './support/children';
+import { measureBundles } from './scenarios/bundles';
+import { measureCalls } from './scenarios/calls';
+import { costOf } from './scenarios/cost';
+import { forwarderBench } from './scenarios/forwarder';
+import { propagation } from './scenarios/propagation';
+import { throughput } from './scenarios/throughput';
+
+const sizes = {
+  throughputServices: Number(process.env.BENCH_THROUGHPUT_SERVICES ?? 50),
+  forwarderServices: Number(process.env.BENCH_SERVICES ?? 10_000),
+  forwarderNodes: Number(process.env.BENCH_NODES ?? 5_000),
+  coldRuns: Number(process.env.BENCH_COLD_RUNS ?? 5),
+};
+
+let moto: MotoServer | undefined;
+const stopMoto = async () => {
+  const server = moto;
+  moto = undefined;
+  await server?.stop();
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping moto and child processes`);
+    killTracked();
+    void stopMoto().finally(() => process.exit(130));
+  });
+}
+
+const started = performance.now();
+const sectionSeconds: Record<string, number> = {};
+const errors: { section: string; message: string }[] = [];
+const output: {
+  -readonly [K in keyof BenchResults]?: BenchResults[K];
+} = {};
+
+async function section<T>(name: string, run: () => Promise<T>): Promise<T | undefined> {
+  const t = performance.now();
+  console.error(`bench: ${name}…`);
+  try {
+    return await run();
+  } catch (error) {
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    console.error(`bench: ${name} failed: ${message}`);
+    errors.push({ section: name, message });
+    return undefined;
+  } finally {
+    sectionSeconds[name] = (performance.now() - t) / 1000;
+  }
+}
+
+const loadAverage = loadavg();
+try {
+  moto = await startMotoServer();
+  const endpoint = moto.endpoint;
+  output.calls = await section('calls', () => measureCalls(endpoint));
+  output.propagation = await section('propagation', () => propagation([1, 100, 1000]));
+  output.throughput = await section('throughput', () =>
+    throughput(endpoint, { services: sizes.throughputServices }),
+  );
+  output.throughputInMemory = await section('throughput (in-memory provider)', () =>
+    throughput(endpoint, { services: sizes.throughputServices, provider: 'in-memory' }),
+  );
+  output.forwarder = await section('forwarder', () =>
+    forwarderBench(endpoint, { services: sizes.forwarderServices, nodes: sizes.forwarderNodes }),
+  );
+  await stopMoto();
+  output.bundles = await section('bundles', () => measureBundles(sizes.coldRuns));
+  const measured = output.throughput;
+  if (measured !== undefined)
+    output.cost = await section('cost', () => Promise.resolve(costOf(measured)));
+} finally {
+  killTracked();
+  await stopMoto();
+}
+
+const results: BenchResults = {
+  generatedAt: new Date().toISOString(),
+  machine: {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    loadAverage,
+    node: process.version,
+  },
+  totalSeconds: (performance.now() - started) / 1000,
+  sectionSeconds,
+  errors,
+  ...output,
+};
+const markdown = await writeReport(results, 'bench/results');
+console.log(markdown);
+console.log('Written: bench/results/latest.md, latest.json and *.svg');
+if (errors.length > 0) process.exitCode = 1;

@@ -1,0 +1,102 @@
+/**
+ * Cost per million events, from the counts the throughput run measured: SQS requests, Lambda
+ * invocations and GB-seconds, DynamoDB read and write request units. Prices are us-east-1 list
+ * prices (see `prices`); free tiers, CloudWatch and fixed costs are left out and named.
+ */
+import type { PhaseResult, ThroughputResult } from './throughput';
+
+export const prices = {
+  asOf: 'us-east-1 list prices as of late 2024 (DynamoDB on-demand after its 1 Nov 2024 price cut), per /work/shared/reference/serverless.md §7; re-check aws.amazon.com/sqs/pricing, /lambda/pricing and /dynamodb/pricing before quoting',
+  sqsPerRequest: 0.4e-6,
+  lambdaPerRequest: 0.2e-6,
+  lambdaArmPerGbSecond: 0.0000133334,
+  dynamoPerWru: 0.625e-6,
+  dynamoPerRru: 0.125e-6,
+} as const;
+
+export const costFormula =
+  'cost per 1,000,000 events = 1,000,000 / E × (R_sqs × $0.40e-6 + I × $0.20e-6 + Σd × M/1024 × $0.0000133334 + WRU × $0.625e-6 + RRU × $0.125e-6), ' +
+  'where, for a phase of E events: R_sqs = SQS requests (SendMessageBatch, non-empty ReceiveMessage, DeleteMessageBatch, ChangeMessageVisibility; one request per batch of ≤ 10), ' +
+  'I = Lambda invocations, Σd = their summed duration in seconds, M = function memory in MB (512, infra/controller-stack.ts; arm64), WRU/RRU = DynamoDB on-demand request units';
+
+export interface PhaseCost {
+  readonly phase: PhaseResult['phase'];
+  /** What one "event" is for this row. */
+  readonly per: string;
+  readonly perEvent: {
+    readonly sqsRequests: number;
+    readonly invocations: number;
+    readonly gbSeconds: number;
+    readonly wru: number;
+    readonly rru: number;
+  };
+  /** Dollars per million events, by part and in total. */
+  readonly perMillion: {
+    readonly sqs: number;
+    readonly lambdaRequests: number;
+    readonly lambdaCompute: number;
+    readonly dynamoWrites: number;
+    readonly dynamoReads: number;
+    readonly total: number;
+  };
+}
+
+export interface CostResult {
+  readonly prices: typeof prices;
+  readonly formula: string;
+  readonly memoryMiB: number;
+  readonly rows: PhaseCost[];
+  readonly excluded: string[];
+}
+
+function sqsRequests(calls: Record<string, number>): number {
+  return Object.entries(calls)
+    .filter(([op]) => op.startsWith('SQS.'))
+    .reduce((n, [, count]) => n + count, 0);
+}
+
+export function costOf(throughput: ThroughputResult): CostResult {
+  const gb = throughput.memoryMiB / 1024;
+  const rows = throughput.phases.map((phase): PhaseCost => {
+    // A node event is priced per host update it fans out to, so the rows compare.
+    const events = phase.phase === 'node added' ? phase.syncs : phase.events;
+    const perEvent = {
+      sqsRequests: sqsRequests(phase.calls) / events,
+      invocations: phase.invocations / events,
+      gbSeconds: ((phase.lambdaMs / 1000) * gb) / events,
+      wru: phase.wru / events,
+      rru: phase.rru / events,
+    };
+    const million = 1_000_000;
+    const parts = {
+      sqs: million * perEvent.sqsRequests * prices.sqsPerRequest,
+      lambdaRequests: million * perEvent.invocations * prices.lambdaPerRequest,
+      lambdaCompute: million * perEvent.gbSeconds * prices.lambdaArmPerGbSecond,
+      dynamoWrites: million * perEvent.wru * prices.dynamoPerWru,
+      dynamoReads: million * perEvent.rru * prices.dynamoPerRru,
+    };
+    return {
+      phase: phase.phase,
+      per:
+        phase.phase === 'node added'
+          ? `host update (1 node event ÷ ${phase.syncs} Services, node sync included)`
+          : `Service ${phase.phase} event`,
+      perEvent,
+      perMillion: { ...parts, total: Object.values(parts).reduce((a, b) => a + b, 0) },
+    };
+  });
+  return {
+    prices,
+    formula: costFormula,
+    memoryMiB: throughput.memoryMiB,
+    rows,
+    excluded: [
+      'free tiers (SQS 1 M requests, Lambda 1 M requests and 400,000 GB-s a month)',
+      'CloudWatch Logs ingestion (~1 KB a invocation at $0.50/GB), EMF custom metrics, the dashboard and alarms',
+      'idle event-source polling of an empty queue and the node-sync timer chain (fixed monthly costs, not per event)',
+      'Lambda INIT billing of cold starts (billed since 2025-08-01; amortised over the invocations of an instance)',
+      'ELBv2/EC2 API calls (free) and the load balancers themselves',
+      'Kubernetes API and forwarder compute (in the cluster)',
+    ],
+  };
+}

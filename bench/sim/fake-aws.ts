@@ -1,0 +1,236 @@
+/**
+ * An in-memory ELBv2 / EC2 / tagging API on virtual time, with a fixed latency per call and AWS's
+ * account-level token buckets, and the client side as one Lambda instance sees it: the
+ * controller's per-process limiter and the SDK's adaptive retries. It implements only what the NLB
+ * provider sends on a node change (RegisterTargets, DeregisterTargets, and GetResources on the
+ * failure path); any other command fails loudly.
+ */
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
+import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
+import type { NlbClients } from '../../functions/aws/clients';
+import { ownershipTags } from '../../functions/aws/model/naming';
+import {
+  AdaptiveRateLimiter,
+  awsRateLimits,
+  bucketFor,
+  ProcessLimiter,
+  sdkRetry,
+  TokenBucket,
+  type BucketName,
+} from './aws-limits';
+import type { VirtualClock } from './virtual-clock';
+
+type ServiceName = 'elbv2' | 'ec2' | 'tagging';
+
+export interface FakeTargetGroup {
+  readonly arn: string;
+  readonly serviceKey: string;
+  readonly serviceUid: string;
+  readonly loadBalancerArn: string;
+  readonly targets: Set<string>;
+}
+
+export interface AwsCallStats {
+  attempts: number;
+  throttled: number;
+  readonly byOperation: Record<string, number>;
+}
+
+function operationOf(command: object): string {
+  return command.constructor.name.replace(/Command$/, '');
+}
+
+function inputOf(command: object): Record<string, unknown> {
+  return ((command as { input?: unknown }).input ?? {}) as Record<string, unknown>;
+}
+
+/** Shaped like the SDK's ServiceException, so translateAwsError classifies it as AWS would. */
+function throttlingError(service: ServiceName): Error {
+  const error = new Error('Rate exceeded');
+  error.name = service === 'ec2' ? 'RequestLimitExceeded' : 'Throttling';
+  return Object.assign(error, { $fault: 'client', $metadata: { httpStatusCode: 400 } });
+}
+
+function isThrottling(error: unknown): boolean {
+  return (
+    error instanceof Error && (error.name === 'Throttling' || error.name === 'RequestLimitExceeded')
+  );
+}
+
+/** The AWS side: one account and Region. */
+export class FakeAwsAccount {
+  readonly targetGroups = new Map<string, FakeTargetGroup>();
+  readonly stats: AwsCallStats = { attempts: 0, throttled: 0, byOperation: {} };
+  /** Called after every successful target change. */
+  onTargetsChanged: ((tg: FakeTargetGroup) => void) | undefined;
+  private readonly buckets: Record<BucketName, TokenBucket>;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    readonly latencyMs: number,
+  ) {
+    this.buckets = {
+      elbv2Registration: new TokenBucket(awsRateLimits.elbv2Registration, clock),
+      elbv2Describe: new TokenBucket(awsRateLimits.elbv2Describe, clock),
+      elbv2Other: new TokenBucket(awsRateLimits.elbv2Other, clock),
+      ec2Describe: new TokenBucket(awsRateLimits.ec2Describe, clock),
+    };
+  }
+
+  addTargetGroup(tg: Omit<FakeTargetGroup, 'targets'> & { targets: Iterable<string> }): void {
+    this.targetGroups.set(tg.arn, { ...tg, targets: new Set(tg.targets) });
+  }
+
+  /** One HTTP attempt: served, or refused with a throttling error when its bucket is empty. */
+  async attempt(service: ServiceName, command: object): Promise<unknown> {
+    const operation = operationOf(command);
+    this.stats.attempts++;
+    this.stats.byOperation[operation] = (this.stats.byOperation[operation] ?? 0) + 1;
+    const allowed = service === 'tagging' || this.buckets[bucketFor(service, operation)].tryTake();
+    await this.clock.sleep(this.latencyMs);
+    if (!allowed) {
+      this.stats.throttled++;
+      throw throttlingError(service);
+    }
+    return this.serve(operation, inputOf(command));
+  }
+
+  /**
+   * A call by a client that never sees a throttling error: it waits until its bucket has a token
+   * (the seed model: an optimistic stand-in for the SDK retries and cross-request backoff of
+   * cloud-provider-aws).
+   */
+  async patientCall(service: 'elbv2' | 'ec2', operation: string): Promise<void> {
+    const bucket = this.buckets[bucketFor(service, operation)];
+    this.stats.attempts++;
+    this.stats.byOperation[operation] = (this.stats.byOperation[operation] ?? 0) + 1;
+    while (!bucket.tryTake()) await this.clock.sleep(Math.max(1, bucket.waitMs()));
+    await this.clock.sleep(this.latencyMs);
+  }
+
+  private serve(operation: string, input: Record<string, unknown>): unknown {
+    switch (operation) {
+      case 'RegisterTargets':
+      case 'DeregisterTargets': {
+        const tg = this.targetGroups.get(String(input.TargetGroupArn));
+        if (tg === undefined) {
+          throw Object.assign(new Error('target group not found'), {
+            name: 'TargetGroupNotFound',
+            $fault: 'client',
+          });
+        }
+        const ids = ((input.Targets ?? []) as { Id?: string }[]).map((t) => t.Id ?? '');
+        for (const id of ids) {
+          if (operation === 'RegisterTargets') tg.targets.add(id);
+          else tg.targets.delete(id);
+        }
+        this.onTargetsChanged?.(tg);
+        return {};
+      }
+      case 'GetResources': {
+        const filters = (input.TagFilters ?? []) as { Key?: string; Values?: string[] }[];
+        const uid = filters.find((f) => f.Key === ownershipTags.serviceUid)?.Values?.[0];
+        const groups = [...this.targetGroups.values()].filter(
+          (tg) => uid === undefined || tg.serviceUid === uid,
+        );
+        const arns = [...new Set(groups.flatMap((tg) => [tg.loadBalancerArn, tg.arn]))].map(
+          (ResourceARN) => ({
+            ResourceARN,
+            Tags: [{ Key: ownershipTags.serviceUid, Value: uid ?? '' }],
+          }),
+        );
+        return { ResourceTagMappingList: arns, PaginationToken: '' };
+      }
+      default:
+        throw new Error(`bench fake AWS: ${operation} is not implemented`);
+    }
+  }
+}
+
+export interface ClientStats {
+  /** SDK retries after a throttling error. */
+  retries: number;
+  /** Calls that failed after the SDK gave up (attempts or retry quota exhausted). */
+  exhausted: number;
+}
+
+/**
+ * The NLB provider's clients inside one Lambda instance: the per-process limiter on ELBv2 (every
+ * attempt passes it, as the finalizeRequest middleware does), and the SDK's adaptive retry mode
+ * with `maxAttempts: 5` (createRuntime's default).
+ */
+export class FakeAwsClients {
+  readonly stats: ClientStats = { retries: 0, exhausted: 0 };
+  private readonly limiter: ProcessLimiter;
+  private readonly adaptive: Record<ServiceName, AdaptiveRateLimiter>;
+  private readonly capacity: Record<ServiceName, number> = {
+    elbv2: sdkRetry.initialCapacity,
+    ec2: sdkRetry.initialCapacity,
+    tagging: sdkRetry.initialCapacity,
+  };
+
+  constructor(
+    private readonly account: FakeAwsAccount,
+    private readonly clock: VirtualClock,
+    private readonly random: () => number,
+  ) {
+    this.limiter = new ProcessLimiter(clock);
+    this.adaptive = {
+      elbv2: new AdaptiveRateLimiter(clock),
+      ec2: new AdaptiveRateLimiter(clock),
+      tagging: new AdaptiveRateLimiter(clock),
+    };
+  }
+
+  /** As the provider wants them; only `send` is ever called. */
+  asNlbClients(): NlbClients {
+    const client = (service: ServiceName) => ({
+      send: (command: object) => this.send(service, command),
+    });
+    return {
+      elbv2: client('elbv2') as unknown as ElasticLoadBalancingV2Client,
+      ec2: client('ec2') as unknown as EC2Client,
+      tagging: client('tagging') as unknown as ResourceGroupsTaggingAPIClient,
+    };
+  }
+
+  private async send(service: ServiceName, command: object): Promise<unknown> {
+    const operation = operationOf(command);
+    const adaptive = this.adaptive[service];
+    let retries = 0;
+    await adaptive.getSendToken();
+    for (;;) {
+      if (service === 'elbv2') await this.limiter.gate(operation);
+      try {
+        const output = await this.account.attempt(service, command);
+        adaptive.update(false);
+        this.capacity[service] = Math.min(
+          sdkRetry.initialCapacity,
+          this.capacity[service] +
+            (retries > 0 ? sdkRetry.throttlingCost : sdkRetry.noRetryIncrement),
+        );
+        return output;
+      } catch (error) {
+        if (!isThrottling(error)) throw error;
+        adaptive.update(true);
+        if (
+          retries + 1 >= sdkRetry.maxAttempts ||
+          this.capacity[service] < sdkRetry.throttlingCost
+        ) {
+          this.stats.exhausted++;
+          throw error;
+        }
+        this.capacity[service] -= sdkRetry.throttlingCost;
+        const delay = Math.floor(
+          this.random() *
+            Math.min(sdkRetry.throttlingDelayBaseMs * 2 ** retries, sdkRetry.maximumDelayMs),
+        );
+        retries++;
+        this.stats.retries++;
+        await this.clock.sleep(delay);
+        await adaptive.getSendToken();
+      }
+    }
+  }
+}
