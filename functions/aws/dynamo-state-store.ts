@@ -143,8 +143,13 @@ export class DynamoStateStore {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      await this.removeIfEmpty(lease.pk);
-      return { kind: 'released', failures: Number(result.Attributes?.failures ?? 0) };
+      // The item as this update left it says whether there is anything to remove: a live record
+      // or failures keep it, and a conditional delete that fails is still a billed write.
+      const left = result.Attributes ?? {};
+      if (left.rec === undefined && !(Number(left.failures ?? 0) > 0)) {
+        await this.removeIfEmpty(lease.pk);
+      }
+      return { kind: 'released', failures: Number(left.failures ?? 0) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException))
         throw retryable(error, 'release lease');

@@ -144,6 +144,20 @@ describe('leases', () => {
     expect(item).not.toHaveProperty('leaseUntil');
   });
 
+  it('makes no delete attempt when releasing an item that still holds a record (a billed write)', async () => {
+    const recorder = new AwsCallRecorder();
+    const counted = new DynamoStateStore(
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      tableName,
+      clock,
+    );
+    const lease = await take(webPk, 'worker-a');
+    await counted.fencedBy(lease).putService(record('default/web', 'uid-1'));
+    recorder.reset();
+    expect(await counted.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
+    expect(recorder.byOperation()).toEqual({ 'DynamoDB.UpdateItem': 1 });
+  });
+
   it('counts failures up with increment, keeps them with keep and clears them with reset', async () => {
     let lease = await take(webPk, 'worker-a');
     expect(await store.finish(lease, 'increment', ttl)).toEqual({ kind: 'released', failures: 1 });
