@@ -48,6 +48,10 @@ const badServices: Record<string, { change: (s: V1Service) => V1Service; says: R
     change: withAnnotations({ [aws('healthcheck-port')]: '70000' }),
     says: /healthcheck-port/,
   },
+  'sctp-port': {
+    change: withSpec({ ports: [{ name: 'sig', protocol: 'SCTP', port: 9000, targetPort: 9000 }] }),
+    says: /TCP and UDP only/,
+  },
   'too-many-listeners': { change: withSpec({ ports: ports(51) }), says: /51 listeners exceed/ },
   'too-many-ranges': {
     change: withSpec({
@@ -140,7 +144,7 @@ it('bad input catalogue: each bad Service gets a Warning saying why and nothing 
     converged: answered + end.converged,
     leaked: end.leaked,
     lost: runs - answered - end.converged,
-    how: `${Object.keys(badServices).length} invalid Services (annotation, CIDRs, health-check port, 51 listeners, too many ranges, TCP/UDP nodePort conflict, TLS on UDP, loadBalancerIP), ${Object.keys(badMessages).length} foreign messages, and 2 good Services (one with a 63-character name)`,
+    how: `${Object.keys(badServices).length} invalid Services (annotation, CIDRs, health-check port, SCTP port, 51 listeners, too many ranges, TCP/UDP nodePort conflict, TLS on UDP, loadBalancerIP), ${Object.keys(badMessages).length} foreign messages, and 2 good Services (one with a 63-character name)`,
   });
   expect(drained).toBe(true);
   expect(problems).toEqual([]);
