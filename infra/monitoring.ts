@@ -136,6 +136,8 @@ export class ControllerMonitoring extends Construct {
         right: [
           custom('Retries', 'Sum', 'retries'),
           custom('MalformedMessages', 'Sum', 'malformed'),
+          custom('NodeSyncFailures', 'Sum', 'node-sync failures'),
+          custom('UnexpectedFailures', 'Sum', 'unexpected failures'),
         ],
         width: 12,
       }),

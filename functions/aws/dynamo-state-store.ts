@@ -23,7 +23,7 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`; lease `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `warnedNodes`, `chunks` |
- * | `hosts#chunk#<i>`    | part `i` of the host list as JSON (items hold at most 400 KB) |
+ * | `hosts#chunk#<hash>#<i>` | part `i` of the host list with that hash, as JSON (items hold at most 400 KB) |
  */
 export interface Lease {
   readonly pk: string;

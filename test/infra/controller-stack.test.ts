@@ -295,6 +295,8 @@ describe('CDK app (infra/)', () => {
       'Retries',
       'NodeSyncDuration',
       'MalformedMessages',
+      'NodeSyncFailures',
+      'UnexpectedFailures',
       'LifecycleEventsPublished',
       'LifecycleEventPublishFailures',
       'LifecycleEventsDropped',

@@ -66,7 +66,7 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
   const targets = [...new Set(input.hosts.map((host) => host.instanceId))].sort();
   if (targets.length > limits.targetsPerTargetGroup) {
     problems.push(
-      `${targets.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label`,
+      `${targets.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label (alpha.service-controller.kubernetes.io/exclude-balancer with the seed node policy)`,
     );
   }
   const extraTags = { ...settings.defaultTags, ...options.additionalTags };

@@ -389,7 +389,7 @@ describe('targets', () => {
 
   it('rejects more than the 1000 targets a target group can hold', () => {
     expect(buildError({ hosts: hosts(1001) }).message).toBe(
-      '1001 eligible nodes exceed the 1000 targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label',
+      '1001 eligible nodes exceed the 1000 targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label (alpha.service-controller.kubernetes.io/exclude-balancer with the seed node policy)',
     );
   });
 });
@@ -578,7 +578,7 @@ describe('the load balancer', () => {
         'port 514 is UDP: TLS listeners need TCP ports',
         `annotation ${aws('eip-allocations')} needs an internet-facing load balancer`,
         `annotation ${aws('eip-allocations')} lists 1 values for 3 subnets; give one per subnet`,
-        '1001 eligible nodes exceed the 1000 targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label',
+        '1001 eligible nodes exceed the 1000 targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label (alpha.service-controller.kubernetes.io/exclude-balancer with the seed node policy)',
       ].join('; '),
     );
   });
