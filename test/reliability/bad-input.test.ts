@@ -1,7 +1,7 @@
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
-import { recordScenario } from './support/summary';
+import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
 
 let world: RuntimeWorld;
@@ -105,6 +105,11 @@ const badMessages: Record<string, { body: string; says: RegExp }> = {
 };
 
 it('bad input catalogue: each bad Service gets a Warning saying why and nothing in AWS, each bad message lands in the DLQ saying why, and the good Services sync', async () => {
+  recordPending(
+    'bad input catalogue',
+    Object.keys(badServices).length + Object.keys(badMessages).length + 2,
+    'invalid Services, foreign messages and 2 good Services',
+  );
   world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
   // A name as long as Kubernetes allows: AWS names are 32 characters, so ours are hashed.
   const longName = `long-${'n'.repeat(58)}`;

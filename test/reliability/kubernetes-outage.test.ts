@@ -4,7 +4,7 @@ import { Forwarder } from '../../functions/forwarder/forwarder';
 import type { JsonObject } from '../../functions/local/fake-kube/patches';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
-import { recordScenario } from './support/summary';
+import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
 
 let world: RuntimeWorld;
@@ -17,12 +17,20 @@ afterEach(async () => {
 });
 
 it('a Kubernetes API outage during syncs: the syncs back off and finish once it returns', async () => {
+  const how =
+    'the API answers 503 to the first 9 reads and then to 6 status writes, after the NLBs exist, while 3 new Services sync; finalizer, status, NLB and DLQ checked after';
+  recordPending('Kubernetes API outage during syncs', 3, how);
   world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
   const names = ['api-0', 'api-1', 'api-2'];
   await createLoadBalancerServices(world, names);
-  // Every request fails for a while: reads of the Service, finalizer and status patches, events.
-  world.kube.failNextRequests(15, 503);
+  // First the syncs cannot read their Services; then, with the NLBs made, they cannot write the
+  // status: the case where work done in AWS must not be lost.
+  world.kube.failNextRequests(9, 503, { method: 'GET' });
+  world.kube.failNextRequests(6, 503, { method: 'PATCH', path: /\/status$/ });
   const drained = await drainAll(world);
+  const failedStatusWrites = world.kube.requests.filter(
+    (r) => r.method === 'PATCH' && r.path.endsWith('/status') && r.status === 503,
+  ).length;
   const end = await endStateProblems(world, Object.fromEntries(names.map((n) => [n, [80, 443]])));
   const finalized = await Promise.all(
     names.map(async (name) => {
@@ -37,8 +45,9 @@ it('a Kubernetes API outage during syncs: the syncs back off and finish once it 
     converged: finalized.filter(Boolean).length === names.length ? end.converged : 0,
     leaked: end.leaked,
     lost: names.length - end.converged + parked.length,
-    how: 'the next 15 API requests answer 503 while 3 new Services sync; finalizer, status, NLB and DLQ checked after',
+    how,
   });
+  expect(failedStatusWrites).toBe(6);
   expect(drained).toBe(true);
   expect(world.metrics.get('Retries')).toBeGreaterThan(0);
   expect(end.problems).toEqual([]);
@@ -47,6 +56,9 @@ it('a Kubernetes API outage during syncs: the syncs back off and finish once it 
 });
 
 it('a Kubernetes API outage while forwarding: Services created meanwhile are queued once it returns', async () => {
+  const how =
+    'watches dropped, history compacted (410 Gone) and the next 30 API requests answer 503 while 3 Services are created; the forwarder must relist and queue them';
+  recordPending('Kubernetes API outage while forwarding', 3, how);
   world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
   forwarder = new Forwarder({
     kubeConfig: world.kube.kubeConfig(),
@@ -59,7 +71,9 @@ it('a Kubernetes API outage while forwarding: Services created meanwhile are que
   await vi.waitFor(() => expect(forwarder?.ready).toBe(true), { timeout: 10_000 });
   await drainAll(world); // the node events of the first list
 
-  // The API server goes away: watches end, and the next 30 requests (relists) fail.
+  // The API server goes away: watches end, the next 30 requests fail, and what happened
+  // meanwhile is compacted away, so the forwarder cannot resume its watch and must relist.
+  const before = world.kube.requests.length;
   world.kube.failNextRequests(30, 503);
   world.kube.dropWatches();
   const names = ['fwd-0', 'fwd-1', 'fwd-2'];
@@ -67,6 +81,7 @@ it('a Kubernetes API outage while forwarding: Services created meanwhile are que
     const body = JSON.parse(JSON.stringify(loadBalancerService(name))) as JsonObject;
     world.kube.store.create('services', 'default', body);
   }
+  world.kube.compact();
   // Back: the forwarder relists and queues what it missed.
   await vi.waitFor(
     async () => {
@@ -83,8 +98,16 @@ it('a Kubernetes API outage while forwarding: Services created meanwhile are que
     converged: end.converged,
     leaked: end.leaked,
     lost: names.length - end.converged,
-    how: 'watches dropped and the next 30 API requests answer 503 while 3 Services are created; the forwarder must relist and queue them',
+    how,
   });
+  const during = world.kube.requests.slice(before);
+  expect(during.filter((r) => r.status === 503)).toHaveLength(30);
+  // A list (no watch parameter) of Services after the outage: the relist.
+  expect(
+    during.some(
+      (r) => r.status === 200 && r.path.endsWith('/services') && r.query.get('watch') !== 'true',
+    ),
+  ).toBe(true);
   expect(drained).toBe(true);
   expect(end.problems).toEqual([]);
 });

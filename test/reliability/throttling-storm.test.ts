@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
-import { recordScenario } from './support/summary';
+import { recordPending, recordScenario } from './support/summary';
 import {
   createLoadBalancerServices,
   drainAll,
@@ -17,6 +17,9 @@ afterEach(async () => {
 it('throttling storm: 30 % of ELBv2 calls throttled for a while; every Service converges, nothing reaches the DLQ', async () => {
   // The backoff shrunk for the test (base 1 s, at most 4 s); one SDK retry, so the storm reaches
   // the sync and its SQS backoff rather than being absorbed by the client.
+  const how =
+    '5 Services created while 30 % of ELBv2 calls (seeded, the first 60 hits) answer Throttling; backoff base 1 s, max 4 s; DLQ and account checked';
+  recordPending('throttling storm', 5, how);
   world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
   const names = Array.from({ length: 5 }, (_, i) => `storm-${i}`);
   world.aws.recorder.injectFault({
@@ -40,7 +43,7 @@ it('throttling storm: 30 % of ELBv2 calls throttled for a while; every Service c
     converged,
     leaked,
     lost: names.length - converged + parked.length,
-    how: '5 Services created while 30 % of ELBv2 calls (seeded, the first 60 hits) answer Throttling; backoff base 1 s, max 4 s; DLQ and account checked',
+    how,
   });
   expect(drained).toBe(true);
   expect(world.metrics.get('Retries')).toBeGreaterThan(0);

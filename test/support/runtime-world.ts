@@ -11,6 +11,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
+import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { parseConfig, type ControllerConfig } from '../../functions/config';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
@@ -81,6 +82,27 @@ export interface RuntimeWorld {
   drain(quietSeconds?: number): Promise<void>;
   queueDepth(): Promise<{ visible: number; inFlight: number; delayed: number }>;
   stop(): Promise<void>;
+}
+
+/**
+ * DynamoDB applies a conditional write atomically; moto's threaded server does not, so two
+ * concurrent lease acquisitions can both succeed there. Sending the runtime's DynamoDB requests
+ * one at a time gives the emulator DynamoDB's atomicity (the lease logic itself is what is tested).
+ */
+function oneAtATime<C extends DynamoDBClient>(client: C): C {
+  let last: Promise<unknown> = Promise.resolve();
+  client.middlewareStack.add(
+    (next: FinalizeHandler<object, MetadataBearer>) => (args: FinalizeHandlerArguments<object>) => {
+      const run = last.then(
+        () => next(args),
+        () => next(args),
+      );
+      last = run.catch(() => undefined);
+      return run;
+    },
+    { step: 'finalizeRequest', name: 'dynamoOneAtATime' },
+  );
+  return client;
 }
 
 export async function createRuntimeWorld(
@@ -161,7 +183,10 @@ export async function createRuntimeWorld(
     maxAttempts: 2,
     log,
     metrics,
-    adaptClient: (client) => aws.recorder.attach(account.bind(client)),
+    adaptClient: (client) =>
+      client instanceof DynamoDBClient
+        ? oneAtATime(aws.recorder.attach(account.bind(client)))
+        : aws.recorder.attach(account.bind(client)),
   });
   const queueUrl = queue.QueueUrl ?? '';
 

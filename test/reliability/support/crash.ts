@@ -12,7 +12,12 @@ import type { MotoAccount } from '../../support/moto';
  * hangs forever, as if the function had been killed: no catch block, no state write after it.
  * `crashed` resolves when that happens; `calls` counts every call made.
  */
-export function crashingClients(account: MotoAccount, crashAfter: number) {
+export function crashingClients(
+  account: MotoAccount,
+  crashAfter: number,
+  /** Applied to each client first (a call recorder with injected faults, say). */
+  also: <C extends InstrumentableClient>(client: C) => C = (client) => client,
+) {
   let calls = 0;
   let signal: () => void = () => undefined;
   const crashed = new Promise<void>((resolve) => {
@@ -20,6 +25,7 @@ export function crashingClients(account: MotoAccount, crashAfter: number) {
   });
   const never = new Promise<never>(() => undefined);
   const instrument = <C extends InstrumentableClient>(client: C): C => {
+    also(client);
     client.middlewareStack.add(
       (next: InitializeHandler<object, MetadataBearer>) =>
         async (args: InitializeHandlerArguments<object>) => {

@@ -15,8 +15,32 @@ import type { AwsCluster } from '../../support/aws-cluster';
  */
 export interface Inventory {
   readonly loadBalancers: { name: string; dnsName: string; listeners: string[] }[];
-  readonly targetGroups: { name: string; port: number; targets: string[] }[];
+  readonly targetGroups: { name: string; port: number; targets: string[]; health: string }[];
   readonly securityGroups: string[];
+  /** Inbound rules of those security groups, as `protocol from-to source` lines. */
+  readonly ingress: string[];
+}
+
+/**
+ * The inventory without what differs between two accounts (ARNs, IDs, DNS names): two runs that
+ * converged to the same end state have the same shape.
+ */
+export function shapeOf(found: Inventory): string {
+  const tgPort = new Map(found.targetGroups.map((tg) => [tg.name, tg.port]));
+  return JSON.stringify({
+    loadBalancers: found.loadBalancers
+      .map((lb) =>
+        lb.listeners.map((l) =>
+          l.replace(/->(.*)$/, (_, arn: string) => `->${tgPort.get(arn) ?? '?'}`),
+        ),
+      )
+      .sort(),
+    targetGroups: found.targetGroups
+      .map((tg) => `${tg.port} ${tg.health} ${tg.targets.length}`)
+      .sort(),
+    securityGroups: found.securityGroups.length,
+    ingress: [...found.ingress].sort(),
+  });
 }
 
 export async function inventory(cluster: AwsCluster): Promise<Inventory> {
@@ -46,6 +70,7 @@ export async function inventory(cluster: AwsCluster): Promise<Inventory> {
       name: tg.TargetGroupArn ?? '',
       port: tg.Port ?? 0,
       targets: (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort(),
+      health: `${tg.HealthCheckProtocol}:${tg.HealthCheckPort} every ${tg.HealthCheckIntervalSeconds}s`,
     });
   }
   const sgs =
@@ -56,12 +81,20 @@ export async function inventory(cluster: AwsCluster): Promise<Inventory> {
         }),
       )
     ).SecurityGroups ?? [];
-  const securityGroups = sgs
-    .filter(
-      (sg) => sg.GroupName !== 'default' && sg.GroupId !== cluster.settings.backendSecurityGroupId,
-    )
-    .map((sg) => sg.GroupId ?? '');
-  return { loadBalancers, targetGroups, securityGroups };
+  const ours = sgs.filter(
+    (sg) => sg.GroupName !== 'default' && sg.GroupId !== cluster.settings.backendSecurityGroupId,
+  );
+  const ingress = ours.flatMap((sg) =>
+    (sg.IpPermissions ?? []).flatMap((p) =>
+      (p.IpRanges ?? []).map((r) => `${p.IpProtocol} ${p.FromPort}-${p.ToPort} ${r.CidrIp}`),
+    ),
+  );
+  return {
+    loadBalancers,
+    targetGroups,
+    securityGroups: ours.map((sg) => sg.GroupId ?? ''),
+    ingress,
+  };
 }
 
 /** Resources beyond what one Service with `ports` listeners should have (0 when all is right). */

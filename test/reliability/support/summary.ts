@@ -32,6 +32,22 @@ export const scenarioNames = [
 const fragments = join('bench', 'results', '.reliability');
 export const summaryPath = join('bench', 'results', 'reliability.md');
 
+/**
+ * Records a scenario as failed before it runs, so a test that throws half-way shows in the table
+ * as lost work instead of leaving an older, passing row (or none) behind. The real result
+ * replaces it at the end.
+ */
+export function recordPending(scenario: ScenarioResult['scenario'], runs: number, how: string) {
+  recordScenario({
+    scenario,
+    runs,
+    converged: 0,
+    leaked: 0,
+    lost: runs,
+    how: `${how} (did not finish)`,
+  });
+}
+
 /** Each test file records its scenarios; the run's teardown gathers them into one table. */
 export function recordScenario(result: ScenarioResult): void {
   mkdirSync(fragments, { recursive: true });
