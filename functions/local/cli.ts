@@ -42,7 +42,7 @@ Options (each also from the environment variable shown):
   --kubeconfig PATH            KUBECONFIG    manage this cluster (real mode) instead of the embedded one
   --embedded                                 the embedded default even when KUBECONFIG is set
   --cluster-name NAME          SSC_CLUSTER_NAME        real mode: names and tags what it owns
-  --region REGION              AWS_REGION              default us-east-1
+  --region REGION              AWS_REGION              then AWS_DEFAULT_REGION, default us-east-1
   --vpc-id ID                  SSC_VPC_ID              real mode: the cluster VPC
   --backend-security-group-id ID  SSC_BACKEND_SECURITY_GROUP_ID
   --queue-name NAME            SSC_QUEUE_NAME          default ${defaultQueueName}
@@ -160,7 +160,8 @@ function controllerConfig(
 async function run(flags: Flags): Promise<number> {
   const kubeconfigFlag = setting(flags, 'kubeconfig', 'KUBECONFIG');
   const embedded = flags.embedded === true || kubeconfigFlag === undefined;
-  const region = setting(flags, 'region', 'AWS_REGION') ?? 'us-east-1';
+  const region =
+    setting(flags, 'region', 'AWS_REGION') ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const timeoutSeconds = Number(setting(flags, 'timeout', 'SSC_TIMEOUT') ?? '300');
   const names = {
     queueName: setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? defaultQueueName,
@@ -366,7 +367,11 @@ async function uninstallCommand(flags: Flags): Promise<number> {
   const state = embeddedState();
   const kubeconfig = setting(flags, 'kubeconfig', 'KUBECONFIG') ?? state?.kubeconfig;
   if (kubeconfig === undefined) throw new UsageError('uninstall needs --kubeconfig');
-  const region = setting(flags, 'region', 'AWS_REGION') ?? state?.aws.region ?? 'us-east-1';
+  const region =
+    setting(flags, 'region', 'AWS_REGION') ??
+    process.env.AWS_DEFAULT_REGION ??
+    state?.aws.region ??
+    'us-east-1';
   const endpoint =
     process.env.AWS_ENDPOINT_URL ??
     (kubeconfig === state?.kubeconfig ? state.aws.endpoint : undefined);
