@@ -97,6 +97,8 @@ export function costOf(throughput: ThroughputResult): CostResult {
       'Lambda INIT billing of cold starts (billed since 2025-08-01; amortised over the invocations of an instance)',
       'ELBv2/EC2 API calls (free) and the load balancers themselves',
       'Kubernetes API and forwarder compute (in the cluster)',
+      'lifecycle events, when a bus is configured (EventBridge PutEvents, $1.00 per million entries: about one entry per create, update or delete)',
+      'the batching of these bursts of 50 events (about 0.2 invocations an event): events that arrive one at a time each take an invocation and its SQS requests',
     ],
   };
 }

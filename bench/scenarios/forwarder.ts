@@ -15,8 +15,12 @@ import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { track } from '../support/children';
 
 export const rssTargetMiB = 100;
-/** The container's Node flags (functions/forwarder/Dockerfile). */
-const forwarderNodeFlags = ['--max-semi-space-size=1', '--max-old-space-size=48'];
+/** The container's Node flags, read from functions/forwarder/Dockerfile's NODE_OPTIONS. */
+const forwarderNodeFlags = (
+  /NODE_OPTIONS="([^"]*)"/.exec(readFileSync('functions/forwarder/Dockerfile', 'utf8'))?.[1] ?? ''
+)
+  .split(/\s+/)
+  .filter((flag) => flag !== '');
 
 export interface ProcessUsage {
   readonly name: string;

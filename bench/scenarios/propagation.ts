@@ -319,11 +319,15 @@ export async function simulateSeed(services: number): Promise<SeedRun> {
     24 * 3600_000,
   );
   const period = model.seed.periodSeconds * 1000;
+  // wait.Until starts the period after the loop ends, so a cycle is loop + period long, and a
+  // node change that lands during a loop waits for the rest of it and a period: the wait for the
+  // next loop is uniform over the cycle on average ((L + P) / 2) and at worst a whole cycle.
+  const loopLength = loop.at(-1) ?? 0;
   return {
     services,
     loopMs: loop,
-    p50Ms: model.seed.informerMs + period / 2 + median(loop),
-    maxMs: model.seed.informerMs + period + (loop.at(-1) ?? 0),
+    p50Ms: model.seed.informerMs + (loopLength + period) / 2 + median(loop),
+    maxMs: model.seed.informerMs + loopLength + period + loopLength,
     calls: account.stats.attempts,
   };
 }

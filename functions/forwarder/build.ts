@@ -36,7 +36,9 @@ export async function buildForwarder(outfile: string): Promise<void> {
     platform: 'node',
     target: 'node24',
     format: 'esm',
-    minify: true,
+    // Whitespace and syntax only: names survive for readable stack traces without a source map.
+    minifyWhitespace: true,
+    minifySyntax: true,
     sourcemap: true,
     legalComments: 'none',
     banner: {
