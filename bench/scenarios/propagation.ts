@@ -33,7 +33,8 @@ import {
   withLatency,
   type EsmOptions,
 } from '../sim/fake-runtime';
-import { seededRandom, VirtualClock } from '../sim/virtual-clock';
+import { seededRandom } from '../../test/support/seeded-random';
+import { VirtualClock } from '../sim/virtual-clock';
 import { median, percentile } from '../support/stats';
 
 export const propagationModel = {

@@ -1,12 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { seededRandom } from '../support/seeded-random';
 import { recordPending, recordScenario } from './support/summary';
-import {
-  createLoadBalancerServices,
-  drainAll,
-  endStateProblems,
-  seededRandom,
-} from './support/world';
+import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
 
 let world: RuntimeWorld;
 

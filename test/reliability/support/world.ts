@@ -4,18 +4,6 @@ import { loadBalancerService } from '../../support/kube-objects';
 import type { RuntimeWorld } from '../../support/runtime-world';
 import { inventory } from './inventory';
 
-/** mulberry32: a seeded generator, so a storm hits the same calls every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Handles batches until the queue holds nothing at all (visible, in flight or delayed), as the
  * event source mapping would, or the time is up. Messages in backoff count as in flight, so this
