@@ -119,41 +119,8 @@ export class DynamoStateStore {
     failures: FailureUpdate,
     ttlSeconds: number,
   ): Promise<FinishResult & { failures?: number }> {
-    const failureExpression =
-      failures === 'reset'
-        ? ', failures = :zero'
-        : failures === 'increment'
-          ? ', failures = if_not_exists(failures, :zero) + :one'
-          : '';
-    try {
-      const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: lease.pk },
-          ConditionExpression: 'leaseOwner = :owner AND fence = :fence AND dirty = :false',
-          UpdateExpression: `REMOVE leaseOwner, leaseUntil SET lastPassAt = :now${failureExpression}`,
-          ExpressionAttributeValues: {
-            ':owner': lease.owner,
-            ':fence': lease.fence,
-            ':false': false,
-            ':now': this.clock.now().toISOString(),
-            ...(failures !== 'keep' ? { ':zero': 0 } : {}),
-            ...(failures === 'increment' ? { ':one': 1 } : {}),
-          },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      // The item as this update left it says whether there is anything to remove: a live record
-      // or failures keep it, and a conditional delete that fails is still a billed write.
-      const left = result.Attributes ?? {};
-      if (left.rec === undefined && !(Number(left.failures ?? 0) > 0)) {
-        await this.removeIfEmpty(lease.pk);
-      }
-      return { kind: 'released', failures: Number(left.failures ?? 0) };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException))
-        throw retryable(error, 'release lease');
-    }
+    const released = await this.release(lease, failures, { unlessDirty: true });
+    if (released.kind === 'released') return released;
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -173,6 +140,63 @@ export class DynamoStateStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return { kind: 'lost' };
       throw retryable(error, 'extend lease');
+    }
+  }
+
+  /**
+   * Releases the lease whatever the dirty flag says, applying the failure update. For a holder
+   * that stops taking passes while changes keep arriving: it must requeue the key itself, since
+   * the messages that set the flag were acknowledged as busy.
+   */
+  async handBack(
+    lease: Lease,
+    failures: FailureUpdate,
+  ): Promise<{ kind: 'released'; failures: number } | { kind: 'lost' }> {
+    const released = await this.release(lease, failures, { unlessDirty: false });
+    return released.kind === 'released' ? released : { kind: 'lost' };
+  }
+
+  private async release(
+    lease: Lease,
+    failures: FailureUpdate,
+    options: { unlessDirty: boolean },
+  ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
+    const failureExpression =
+      failures === 'reset'
+        ? ', failures = :zero'
+        : failures === 'increment'
+          ? ', failures = if_not_exists(failures, :zero) + :one'
+          : '';
+    try {
+      const result = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: lease.pk },
+          ConditionExpression: options.unlessDirty
+            ? 'leaseOwner = :owner AND fence = :fence AND dirty = :false'
+            : 'leaseOwner = :owner AND fence = :fence',
+          UpdateExpression: `REMOVE leaseOwner, leaseUntil SET lastPassAt = :now, dirty = :false${failureExpression}`,
+          ExpressionAttributeValues: {
+            ':owner': lease.owner,
+            ':fence': lease.fence,
+            ':false': false,
+            ':now': this.clock.now().toISOString(),
+            ...(failures !== 'keep' ? { ':zero': 0 } : {}),
+            ...(failures === 'increment' ? { ':one': 1 } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      // The item as this update left it says whether there is anything to remove: a live record
+      // or failures keep it, and a conditional delete that fails is still a billed write.
+      const left = result.Attributes ?? {};
+      if (left.rec === undefined && !(Number(left.failures ?? 0) > 0)) {
+        await this.removeIfEmpty(lease.pk);
+      }
+      return { kind: 'released', failures: Number(left.failures ?? 0) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return { kind: 'refused' };
+      throw retryable(error, 'release lease');
     }
   }
 

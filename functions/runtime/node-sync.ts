@@ -6,6 +6,7 @@ import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from './messages';
 
 export const nodeSyncLease = leasePk('node-sync');
+/** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
 
 /**
@@ -56,10 +57,20 @@ export async function runNodeSync(
       });
       const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
       if (finish.kind !== 'again') break;
+      if (pass === maxPasses) {
+        // Node changes kept arriving; their messages were acknowledged as busy, so a fresh one
+        // must carry them to the next pass, which the released lease lets anyone run at once.
+        const handed = await ctx.store.handBack(lease, 'keep');
+        if (handed.kind === 'released') {
+          ctx.metrics.count('HandedBackKeys');
+          await ctx.queue.send([{ v: 1, kind: 'node', reason: 'node changes during node sync' }]);
+        }
+      }
     }
   } catch (error) {
     // Give the lease back so the retry (after its backoff) is not turned away as busy.
-    await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds).catch(() => undefined);
+    // Whatever the dirty flag says: the message that failed comes back and covers those changes.
+    await ctx.store.handBack(lease, 'keep').catch(() => undefined);
     // What was stored before the failure happened; the retry will not see it as a change again.
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     throw error;

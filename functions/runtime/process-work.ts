@@ -1,4 +1,4 @@
-import { servicePk, type FinishResult } from '../aws/dynamo-state-store';
+import { servicePk, type FailureUpdate, type FinishResult } from '../aws/dynamo-state-store';
 import { errorMessage } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { SyncOutcome } from '../sync/outcome';
@@ -21,8 +21,11 @@ export interface BatchResult {
   readonly batchItemFailures: { readonly itemIdentifier: string }[];
 }
 
-/** How many passes one key may take in a row when changes keep arriving (dirty flag). */
-const maxPasses = 5;
+/**
+ * How many passes one key may take in a row while changes keep arriving (dirty flag) before the
+ * worker hands the key back to the queue: bounded work per invocation, and no key holds a worker.
+ */
+export const maxPassesPerReceive = 5;
 /**
  * After this many receives a retried message is replaced by a fresh delayed one, so the queue's
  * receive limit (and its DLQ) is kept for poison messages, never for throttling or a long outage.
@@ -218,7 +221,8 @@ async function processKey(
     const lease = acquired.lease;
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
-    for (let pass = 1; pass <= maxPasses; pass++) {
+    let failureUpdate: FailureUpdate = 'keep';
+    for (let pass = 1; pass <= maxPassesPerReceive; pass++) {
       const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
       const started = ctx.base.clock.now().getTime();
       outcome =
@@ -228,12 +232,24 @@ async function processKey(
       ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
       ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
       logOutcome(ctx, outcome, { ...fields, mode, pass });
-      const failureUpdate =
+      failureUpdate =
         outcome.kind === 'done' ? 'reset' : outcome.kind === 'retry' ? 'increment' : 'keep';
       finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds);
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
       mode = 'service';
+    }
+    let handedBack = false;
+    if (finish.kind === 'again') {
+      // Changes kept coming for every pass allowed. The messages that brought them were
+      // acknowledged as busy, so this one must come back: give the lease up and requeue the key,
+      // at once unless the last pass asked for a backoff or a fixed delay (S5, S6).
+      finish = await ctx.store.handBack(lease, failureUpdate);
+      handedBack = finish.kind === 'released';
+      if (handedBack) {
+        ctx.metrics.count('HandedBackKeys');
+        ctx.log.info('changes kept arriving; the key goes back to the queue', fields);
+      }
     }
     if (finish.kind === 'lost') {
       ctx.log.warn('lease expired during the sync; the newer holder owns the key', fields);
@@ -256,6 +272,7 @@ async function processKey(
     if (outcome.kind === 'requeue-after') {
       return await comeBackLater(primary, { v: 1, kind: mode, key }, outcome.seconds, ctx);
     }
+    if (handedBack) return await comeBackLater(primary, { v: 1, kind: mode, key }, 0, ctx);
     return undefined;
   } catch (error) {
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.

@@ -205,6 +205,25 @@ describe('leases', () => {
     expect(await store.getItem(webPk)).toBeUndefined();
   });
 
+  it('hands a dirty lease back: released with the failure update applied, the flag cleared, the key free for the next message', async () => {
+    const lease = await take(webPk, 'worker-a');
+    await store.putService(record('default/web', 'uid-1'), lease);
+    await store.acquire(webPk, 'worker-b', ttl);
+    expect(await store.handBack(lease, 'increment')).toEqual({ kind: 'released', failures: 1 });
+    const left = await store.getItem(webPk);
+    expect(left).toMatchObject({ dirty: false, failures: 1 });
+    expect(left).not.toHaveProperty('leaseOwner');
+    expect((await store.acquire(webPk, 'worker-c', ttl)).acquired).toBe(true);
+  });
+
+  it('refuses to hand back a lease another owner took over', async () => {
+    const stale = await take(webPk, 'worker-a');
+    clock.advance(ttl + 1);
+    await take(webPk, 'worker-b');
+    expect(await store.handBack(stale, 'keep')).toEqual({ kind: 'lost' });
+    expect(await store.getItem(webPk)).toMatchObject({ leaseOwner: 'worker-b', fence: 2 });
+  });
+
   it('keeps a global lease item and its bookkeeping when the lease is released', async () => {
     const pk = leasePk('node-sync');
     const lease = await take(pk, 'worker-a');

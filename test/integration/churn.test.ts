@@ -1,0 +1,314 @@
+/**
+ * S5 under churn: changes that keep arriving while a key is being synced. Each change is made
+ * during a pass and its message handled at once by "another worker" (a nested batch), which finds
+ * the key held and is acknowledged as busy. Upstream's workqueue always runs a key again after a
+ * change; here the holder either runs again or hands the key back to the queue, so the last change
+ * always lands, and promptly.
+ */
+import { DescribeTagsCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { RetryableError } from '../../functions/core/errors';
+import type { WorkQueue } from '../../functions/aws/sqs-work-queue';
+import { nodeSyncLease } from '../../functions/runtime/node-sync';
+import type { RuntimeContext, RuntimeMetrics } from '../../functions/runtime/context';
+import { processWorkBatch, type QueueRecord } from '../../functions/runtime/process-work';
+import type { KubernetesApi, LoadBalancerProvider } from '../../functions/sync/ports';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const key = 'default/web';
+const tagsAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags';
+const changes = 20;
+
+let world: RuntimeWorld;
+
+beforeEach(async () => {
+  world = await createRuntimeWorld();
+});
+
+afterEach(async () => {
+  await world.stop();
+});
+
+/** What happened, in order: passes reading the world, busy acknowledgements, requeue delays. */
+interface Timeline {
+  readonly entries: string[];
+  readonly delays: number[];
+}
+
+/** The world's runtime, with the hooks a test needs and a timeline of what the workers did. */
+function instrumented(
+  timeline: Timeline,
+  hooks: { provider?: Partial<LoadBalancerProvider>; kube?: Partial<KubernetesApi> },
+): RuntimeContext {
+  const runtime = world.runtime;
+  const metrics: RuntimeMetrics = {
+    count: (name, value, dimensions) => {
+      if (name === 'BusyKeys') timeline.entries.push('busy');
+      runtime.metrics.count(name, value, dimensions);
+    },
+    milliseconds: (name, value) => runtime.metrics.milliseconds(name, value),
+  };
+  const queue: WorkQueue = {
+    send: (messages, delay) => {
+      timeline.delays.push(delay ?? 0);
+      return runtime.queue.send(messages, delay);
+    },
+    changeVisibility: (receipt, seconds) => {
+      timeline.delays.push(seconds);
+      return runtime.queue.changeVisibility(receipt, seconds);
+    },
+    deadLetter: (body, problem) => runtime.queue.deadLetter(body, problem),
+  };
+  const provider = runtime.base.provider;
+  const kube = runtime.base.kube;
+  return {
+    ...runtime,
+    metrics,
+    queue,
+    base: {
+      ...runtime.base,
+      provider: {
+        fingerprint: provider.fingerprint,
+        getLoadBalancerName: (s) => provider.getLoadBalancerName(s),
+        getLoadBalancer: (s, st) => provider.getLoadBalancer(s, st),
+        ensureLoadBalancer: (s, h, st) => provider.ensureLoadBalancer(s, h, st),
+        updateLoadBalancer: (s, h, st) => provider.updateLoadBalancer(s, h, st),
+        ensureLoadBalancerDeleted: (s, st) => provider.ensureLoadBalancerDeleted(s, st),
+        ...hooks.provider,
+      },
+      kube: {
+        getService: async (namespace, name) => {
+          const service = await kube.getService(namespace, name);
+          timeline.entries.push(`read ${service?.metadata?.annotations?.[tagsAnnotation] ?? ''}`);
+          return service;
+        },
+        addFinalizer: (s, f) => kube.addFinalizer(s, f),
+        removeFinalizer: (s, f) => kube.removeFinalizer(s, f),
+        patchServiceStatus: (s, st) => kube.patchServiceStatus(s, st),
+        listNodes: () => kube.listNodes(),
+        ...hooks.kube,
+      },
+    },
+  };
+}
+
+/** A batch as the event source mapping runs it: acknowledged records are deleted. */
+async function handle(ctx: RuntimeContext, records: QueueRecord[]): Promise<void> {
+  const result = await processWorkBatch(records, ctx);
+  const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+  for (const record of records) {
+    if (failed.has(record.messageId)) continue;
+    await world.sqs.send(
+      new DeleteMessageCommand({
+        QueueUrl: world.config.queueUrl,
+        ReceiptHandle: record.receiptHandle,
+      }),
+    );
+  }
+}
+
+/** Handles batches until none is visible for a second: a requeue with any delay ends it. */
+async function drain(ctx: RuntimeContext): Promise<void> {
+  for (let round = 0; round < 60; round++) {
+    const records = await world.receive(1);
+    if (records.length === 0) return;
+    await handle(ctx, records);
+  }
+  throw new Error('the queue did not drain');
+}
+
+/** The tags our NLB carries now. */
+async function nlbTags(): Promise<Record<string, string | undefined>> {
+  const arn = readNlbState((await world.runtime.store.getService(key))?.provider).loadBalancerArn;
+  const described = await world.aws.clients.elbv2.send(
+    new DescribeTagsCommand({ ResourceArns: [arn ?? ''] }),
+  );
+  return Object.fromEntries(
+    (described.TagDescriptions?.[0]?.Tags ?? []).map((t) => [t.Key ?? '', t.Value]),
+  );
+}
+
+/** Every busy acknowledgement is followed by a pass that read the world again. */
+function busyAcknowledgementsAreCovered(entries: readonly string[]): boolean {
+  const lastRead = entries.findLastIndex((e) => e.startsWith('read') || e === 'list nodes');
+  const lastBusy = entries.lastIndexOf('busy');
+  return lastBusy < lastRead;
+}
+
+describe('changes arriving during passes (S5 under churn)', () => {
+  it('a Service key: 20 annotation changes made during passes end with the NLB carrying the last one, with no busy acknowledgement left uncovered and no requeue delayed', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: {
+        ...loadBalancerService('web'),
+        metadata: { name: 'web', namespace: 'default', annotations: { [tagsAnnotation]: 'v=0' } },
+      },
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+
+    const timeline: Timeline = { entries: [], delays: [] };
+    let made = 0;
+    const ctx: RuntimeContext = instrumented(timeline, {
+      provider: {
+        ensureLoadBalancer: async (service, hosts, state) => {
+          if (made < changes) {
+            // A user edits the Service while this pass works; the forwarder's message is taken
+            // by another worker at once.
+            made++;
+            await world.api.patchNamespacedService(
+              {
+                name: 'web',
+                namespace: 'default',
+                body: { metadata: { annotations: { [tagsAnnotation]: `v=${made}` } } },
+              },
+              merge,
+            );
+            await world.send({ v: 1, kind: 'service', key, reason: `change ${made}` });
+            await handle(ctx, await world.receive(0));
+          }
+          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+        },
+      },
+    });
+    // The first change, as a user's edit; the rest arrive during the passes it starts.
+    await world.api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: { metadata: { annotations: { [tagsAnnotation]: 'v=start' } } },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key });
+    await drain(ctx);
+
+    expect(made).toBe(changes);
+    expect((await nlbTags()).v).toBe(`${changes}`);
+    expect(timeline.entries.filter((e) => e === 'busy')).toHaveLength(changes);
+    expect(busyAcknowledgementsAreCovered(timeline.entries)).toBe(true);
+    expect(timeline.entries.at(-1)).toBe(`read v=${changes}`);
+    // Handing a key back is not a failure: it comes back at once, within any backoff period.
+    expect(world.metrics.get('HandedBackKeys')).toBeGreaterThan(0);
+    expect(timeline.delays.every((d) => d === 0)).toBe(true);
+    // Nothing holds the key afterwards.
+    const item = await world.runtime.store.getItem('svc#default/web');
+    expect(item?.leaseOwner).toBeUndefined();
+    expect(Number(item?.failures ?? 0)).toBe(0);
+  });
+
+  it('a retry asked for by the last pass allowed is not swallowed: the key comes back after its backoff and converges', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: {
+        ...loadBalancerService('web'),
+        metadata: { name: 'web', namespace: 'default', annotations: { [tagsAnnotation]: 'v=0' } },
+      },
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+
+    const timeline: Timeline = { entries: [], delays: [] };
+    let made = 0;
+    const passes = 5;
+    const ctx: RuntimeContext = instrumented(timeline, {
+      provider: {
+        ensureLoadBalancer: async (service, hosts, state) => {
+          if (made < passes) {
+            made++;
+            await world.api.patchNamespacedService(
+              {
+                name: 'web',
+                namespace: 'default',
+                body: { metadata: { annotations: { [tagsAnnotation]: `v=${made}` } } },
+              },
+              merge,
+            );
+            await world.send({ v: 1, kind: 'service', key, reason: `change ${made}` });
+            await handle(ctx, await world.receive(0));
+            throw new RetryableError('ELBv2 is throttling');
+          }
+          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+        },
+      },
+    });
+    await world.api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: { metadata: { annotations: { [tagsAnnotation]: 'v=start' } } },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key });
+    const first = await world.receive(1);
+    await handle(ctx, first);
+    // The last pass failed: the key went back with the first backoff step, its lease released.
+    expect(timeline.delays).toEqual([world.config.backoffBaseSeconds]);
+    const item = await world.runtime.store.getItem('svc#default/web');
+    expect(item?.leaseOwner).toBeUndefined();
+    expect(Number(item?.failures)).toBe(1);
+
+    await new Promise((resolve) => setTimeout(resolve, world.config.backoffBaseSeconds * 1000));
+    await drain(ctx);
+    expect((await nlbTags()).v).toBe(`${passes}`);
+    expect(Number((await world.runtime.store.getItem('svc#default/web'))?.failures ?? 0)).toBe(0);
+  });
+
+  it('node sync: 20 node additions made during passes end with the last node in the eligible set and behind the NLB', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    const extra = await world.aws.addHosts(changes);
+
+    const timeline: Timeline = { entries: [], delays: [] };
+    let made = 0;
+    const ctx: RuntimeContext = instrumented(timeline, {
+      kube: {
+        listNodes: async () => {
+          timeline.entries.push('list nodes');
+          const nodes = await world.runtime.base.kube.listNodes();
+          if (made < changes) {
+            const host = extra[made]!;
+            made++;
+            world.kube.store.create('nodes', '', {
+              metadata: { name: host.name },
+              spec: { providerID: host.providerID },
+              status: { conditions: [{ type: 'Ready', status: 'True' }] },
+            });
+            await world.send({ v: 1, kind: 'node', reason: `node ${made} added` });
+            await handle(ctx, await world.receive(0));
+          }
+          return nodes;
+        },
+      },
+    });
+    await world.send({ v: 1, kind: 'node', reason: 'first node change' });
+    await drain(ctx);
+
+    expect(made).toBe(changes);
+    const eligible = await world.runtime.store.getEligibleHosts();
+    expect(eligible?.hosts.map((h) => h.instanceId).sort()).toEqual(
+      [...world.aws.hosts, ...extra].map((h) => h.instanceId).sort(),
+    );
+    const record = await world.runtime.store.getService(key);
+    for (const tg of Object.values(readNlbState(record?.provider).targetGroups ?? {})) {
+      expect(tg.targets).toHaveLength(world.aws.hosts.length + changes);
+    }
+    // Host updates taken by the nested workers can find a key busy too.
+    expect(timeline.entries.filter((e) => e === 'busy').length).toBeGreaterThanOrEqual(changes);
+    expect(busyAcknowledgementsAreCovered(timeline.entries)).toBe(true);
+    expect(world.metrics.get('HandedBackKeys')).toBeGreaterThan(0);
+    expect(timeline.delays.every((d) => d === 0)).toBe(true);
+    const lease = await world.runtime.store.getItem(nodeSyncLease);
+    expect(lease?.leaseOwner).toBeUndefined();
+  });
+});
