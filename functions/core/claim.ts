@@ -20,8 +20,23 @@ export const defaultClaimPolicy: ClaimPolicy = {
   claimClassless: false,
 };
 
+/** The finalizer we add: the mode's own. */
 export function finalizerFor(claim: ClaimPolicy): string {
   return claim.claimClassless ? upstreamFinalizer : classFinalizer;
+}
+
+/**
+ * Every finalizer of ours the Service carries, whichever mode added it (claimClassless may have
+ * been switched since). Ours is always the domain-prefixed one; upstream's only where we serve
+ * class-less Services, or on a Service of our class: the built-in controller ignores Services
+ * with a class and, finding its finalizer on one, releases it at once.
+ */
+export function ourFinalizersOn(service: Service, claim: ClaimPolicy): string[] {
+  const upstreamIsOurs =
+    claim.claimClassless || service.spec?.loadBalancerClass === claim.loadBalancerClass;
+  return (service.metadata?.finalizers ?? []).filter(
+    (f) => f === classFinalizer || (f === upstreamFinalizer && upstreamIsOurs),
+  );
 }
 
 export function wantsLoadBalancer(service: Service, claim: ClaimPolicy): boolean {
@@ -36,11 +51,11 @@ export function hasFinalizer(service: Service, finalizer: string): boolean {
 }
 
 /**
- * Our finalizer is present and the Service is going away or no longer wants an LB from us. The
+ * A finalizer of ours is present and the Service is going away or no longer wants an LB from us. The
  * seed looked only at deletion and leaked an NLB when a type change was missed while the watcher
  * was down (S1).
  */
 export function needsCleanup(service: Service, claim: ClaimPolicy): boolean {
-  if (!hasFinalizer(service, finalizerFor(claim))) return false;
+  if (ourFinalizersOn(service, claim).length === 0) return false;
   return isBeingDeleted(service) || !wantsLoadBalancer(service, claim);
 }

@@ -1,10 +1,4 @@
-import {
-  finalizerFor,
-  hasFinalizer,
-  needsCleanup,
-  wantsLoadBalancer,
-  type ClaimPolicy,
-} from './claim';
+import { needsCleanup, ourFinalizersOn, wantsLoadBalancer, type ClaimPolicy } from './claim';
 import { needsUpdate } from './needs-update';
 import { evaluateNode, type NodePolicy } from './node-policy';
 import type { Node, Service } from './objects';
@@ -28,7 +22,7 @@ export function shouldEnqueueServiceUpdate(
  * finalizer removed by hand would otherwise leak the NLB. The sync finds it gone and deletes from state (S7).
  */
 export function shouldEnqueueServiceDelete(service: Service, claim: ClaimPolicy): boolean {
-  return wantsLoadBalancer(service, claim) || hasFinalizer(service, finalizerFor(claim));
+  return wantsLoadBalancer(service, claim) || ourFinalizersOn(service, claim).length > 0;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { finalizerFor, hasFinalizer, wantsLoadBalancer, type ClaimPolicy } from '../core/claim';
+import { ourFinalizersOn, wantsLoadBalancer, type ClaimPolicy } from '../core/claim';
 import { stableHash } from '../core/hash';
 import {
   clusterAutoscalerDeletionTaint,
@@ -18,11 +18,11 @@ const notOurs: Service = Object.freeze({ metadata: Object.freeze({}), spec: Obje
  */
 export function serviceFingerprint(service: Service, claim: ClaimPolicy): Service {
   const { metadata, spec } = service;
-  const ours = finalizerFor(claim);
+  const ours = ourFinalizersOn(service, claim);
   // Most Services in a cluster are not ours and never will be until their type or class changes;
   // every filter answers the same for all of them, so they share one object instead of each
   // holding a projection (about half the forwarder's heap on a 10,000-Service cluster).
-  if (!wantsLoadBalancer(service, claim) && !hasFinalizer(service, ours)) return notOurs;
+  if (!wantsLoadBalancer(service, claim) && ours.length === 0) return notOurs;
   const annotations = metadata?.annotations ?? {};
   return {
     metadata: {
@@ -30,7 +30,7 @@ export function serviceFingerprint(service: Service, claim: ClaimPolicy): Servic
       ...(Object.keys(annotations).length > 0
         ? { annotations: { '#': stableHash({ ...annotations }) } }
         : {}),
-      ...(metadata?.finalizers?.includes(ours) ? { finalizers: [ours] } : {}),
+      ...(ours.length > 0 ? { finalizers: ours } : {}),
       ...(isBeingDeleted(service) ? { deletionTimestamp: 'set' } : {}),
     },
     spec: {

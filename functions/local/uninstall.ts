@@ -1,5 +1,5 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { finalizerFor, hasFinalizer } from '../core/claim';
+import { ourFinalizersOn } from '../core/claim';
 import type { Service } from '../core/objects';
 import { ClientNodeKubernetesApi } from '../kube/kubernetes-api';
 import type { RuntimeContext } from '../runtime/context';
@@ -19,12 +19,11 @@ export async function planUninstall(
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
   const api = kubeConfig.makeApiClient(CoreV1Api);
-  const finalizer = finalizerFor(ctx.config);
   const services = (await api.listServiceForAllNamespaces()).items as Service[];
   return {
     owners: await ctx.provider.ownersInCluster(),
     finalized: services
-      .filter((s) => hasFinalizer(s, finalizer))
+      .filter((s) => ourFinalizersOn(s, ctx.config).length > 0)
       .map((s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`),
   };
 }
@@ -72,13 +71,12 @@ export async function uninstall(
   const kube = new ClientNodeKubernetesApi(() =>
     Promise.resolve(kubeConfig.makeApiClient(CoreV1Api)),
   );
-  const finalizer = finalizerFor(ctx.config);
   for (const key of plan.finalized) {
     const [namespace = '', name = ''] = key.split('/');
     const live = await kube.getService(namespace, name);
-    if (live && hasFinalizer(live, finalizer)) {
-      await kube.removeFinalizer(live, finalizer);
-      report(`released the finalizer of ${key}`);
-    }
+    if (live === undefined) continue;
+    const ours = ourFinalizersOn(live, ctx.config);
+    for (const finalizer of ours) await kube.removeFinalizer(live, finalizer);
+    if (ours.length > 0) report(`released the finalizer of ${key}`);
   }
 }

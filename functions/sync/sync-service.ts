@@ -1,5 +1,11 @@
 import { checkpointFor } from '../core/checkpoint';
-import { finalizerFor, hasFinalizer, needsCleanup, wantsLoadBalancer } from '../core/claim';
+import {
+  finalizerFor,
+  hasFinalizer,
+  needsCleanup,
+  ourFinalizersOn,
+  wantsLoadBalancer,
+} from '../core/claim';
 import { errorMessage, NotFoundError, RequeueAfterError } from '../core/errors';
 import { events, type ControllerEvent } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
@@ -133,12 +139,12 @@ async function deleteBranch(
   record: ServiceRecord | undefined,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
-  const finalizer = finalizerFor(deps.claim);
-  const finalized = hasFinalizer(service, finalizer);
+  // Both modes' finalizers, when claimClassless was switched while the Service was ours.
+  const finalizers = ourFinalizersOn(service, deps.claim);
   // We write state before creating anything and add our finalizer first, so with neither there is
   // nothing of ours to find; the status, if any, was written by someone else. Orphans from lost
   // state are the sweep's job.
-  if (record === undefined && !finalized) return done;
+  if (record === undefined && finalizers.length === 0) return done;
   const ref = serviceReference(service);
   const { exists } = await deps.provider.getLoadBalancer(service, record?.provider);
   let deletedId: string | undefined;
@@ -164,10 +170,13 @@ async function deleteBranch(
       );
     }
   }
-  if (finalized) await deps.kube.removeFinalizer(service, finalizer);
+  for (const finalizer of finalizers) await deps.kube.removeFinalizer(service, finalizer);
   await deps.events.record(ref, events.deleted);
-  // A Service on its way out has nothing to show; patching it would only race its removal.
-  if (!isBeingDeleted(service)) await patchStatusIfChanged(service, {}, deps);
+  // The dead hostname must go even while another controller's finalizer keeps the Service alive
+  // (external-dns and the like would keep publishing it). Only a Service that our finalizers
+  // alone held is already gone, and a patch would find nothing.
+  const heldByOthers = (service.metadata?.finalizers ?? []).some((f) => !finalizers.includes(f));
+  if (!isBeingDeleted(service) || heldByOthers) await patchStatusIfChanged(service, {}, deps);
   if (record !== undefined) await deps.state.deleteService(key);
   announceDeleted(service, record, deletedId, deps);
   return done;

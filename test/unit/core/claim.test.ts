@@ -4,6 +4,7 @@ import {
   defaultClaimPolicy,
   finalizerFor,
   needsCleanup,
+  ourFinalizersOn,
   upstreamFinalizer,
   wantsLoadBalancer,
   type ClaimPolicy,
@@ -73,5 +74,47 @@ describe('needsCleanup', () => {
   it('is false for a Service we still serve and that is not being deleted', () => {
     const service = makeService({ loadBalancerClass: ourClass, finalizers: [classFinalizer] });
     expect(needsCleanup(service, classMode)).toBe(false);
+  });
+});
+
+describe('ourFinalizersOn (finalizers left by a claimClassless switch)', () => {
+  const both = [upstreamFinalizer, 'example.com/hold', classFinalizer];
+  it.each([
+    [
+      'our class, class mode',
+      classMode,
+      { loadBalancerClass: ourClass },
+      [upstreamFinalizer, classFinalizer],
+    ],
+    [
+      'our class, class-less mode',
+      classlessMode,
+      { loadBalancerClass: ourClass },
+      [upstreamFinalizer, classFinalizer],
+    ],
+    ['class-less, class-less mode', classlessMode, {}, [upstreamFinalizer, classFinalizer]],
+    [
+      'class-less, class mode: upstream’s is the built-in controller’s',
+      classMode,
+      {},
+      [classFinalizer],
+    ],
+    [
+      'another class, class mode',
+      classMode,
+      { loadBalancerClass: 'service.k8s.aws/nlb' },
+      [classFinalizer],
+    ],
+  ])('%s', (_name, claim, options, expected) => {
+    expect(ourFinalizersOn(makeService({ ...options, finalizers: both }), claim)).toEqual(expected);
+  });
+
+  it('makes cleanup pending in class mode for a Service of our class carrying only upstream’s finalizer', () => {
+    const service = makeService({
+      loadBalancerClass: ourClass,
+      finalizers: [upstreamFinalizer],
+      deleting: true,
+    });
+    expect(needsCleanup(service, classMode)).toBe(true);
   });
 });

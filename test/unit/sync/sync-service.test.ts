@@ -432,6 +432,60 @@ describe('syncService: delete branch (S9)', () => {
     expect(stored(w)).toBeUndefined();
   });
 
+  it('clears the status of a Service being deleted that another controller’s finalizer keeps alive', async () => {
+    const w = world({ finalizers: ['example.com/hold'] });
+    await syncService(key, w.deps);
+    expect(stored(w)?.status?.loadBalancer?.ingress).toHaveLength(1);
+    markDeleting(w);
+
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.provider.balancers.size).toBe(0);
+    expect(stored(w)?.metadata?.finalizers).toEqual(['example.com/hold']);
+    expect(stored(w)?.status?.loadBalancer).toEqual({});
+    // After the finalizer went, so the last thing the Service shows is the truth.
+    const unfinalized = w.log.indexOf(`kube.removeFinalizer ${key} ${upstreamFinalizer}`);
+    const cleared = w.log.indexOf(`kube.patchServiceStatus ${key} {}`);
+    expect(cleared).toBeGreaterThan(unfinalized);
+  });
+
+  it('S13 on the delete path: the objects read stay frozen, other finalizers are kept, and a removal is not repeated', async () => {
+    const w = world({ finalizers: ['example.com/hold'] });
+    await syncService(key, w.deps);
+    markDeleting(w);
+    w.log.clear();
+    // The in-memory API hands out deep-frozen copies: any mutation of what was read throws.
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(stored(w)?.metadata?.finalizers).toEqual(['example.com/hold']);
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.log.lines('kube').filter((l) => l.startsWith('kube.removeFinalizer'))).toHaveLength(1);
+  });
+
+  it.each([
+    ['class mode', classMode],
+    ['class-less mode', classless],
+  ])(
+    'releases both of our finalizers from a Service of our class after claimClassless was switched (%s)',
+    async (_, claim) => {
+      const w = world(
+        {
+          loadBalancerClass: ourClass,
+          finalizers: [upstreamFinalizer, 'example.com/hold', classFinalizer],
+          deleting: true,
+        },
+        claim,
+      );
+      expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+      expect(stored(w)?.metadata?.finalizers).toEqual(['example.com/hold']);
+    },
+  );
+
+  it('leaves the built-in controller’s finalizer on a class-less Service in class mode', async () => {
+    const w = world({ finalizers: [upstreamFinalizer], deleting: true }, classMode);
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(stored(w)?.metadata?.finalizers).toEqual([upstreamFinalizer]);
+    expect(w.log.lines('provider', 'events')).toEqual([]);
+  });
+
   it('makes no cloud call for a Service that was never ours (no state, no finalizer, no status)', async () => {
     const w = world({ type: 'ClusterIP' });
     expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
