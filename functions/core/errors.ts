@@ -11,10 +11,27 @@ export abstract class ControllerError extends Error {
   }
 }
 
-/** Throttling, 5xx, timeouts, an unavailable API: retry with per-key exponential backoff (S6). */
+/**
+ * What fixes a retryable failure. Time alone fixes `transient` and `throttling`; the others need
+ * someone (a quota raised, capacity freed, a policy fixed, a dependency released or created), so
+ * they are counted by class for an alarm, and retried with capped backoff so the fix is picked up
+ * without a spec change.
+ */
+export type FailureClass =
+  'transient' | 'throttling' | 'quota' | 'capacity' | 'permission' | 'dependency';
+
+/**
+ * Throttling, 5xx, timeouts, an unavailable API, and whatever someone outside the spec must fix
+ * (quota, capacity, permission, dependency): retry with per-key exponential backoff (S6).
+ */
 export class RetryableError extends ControllerError {
   override readonly name = 'RetryableError';
   readonly kind = 'retryable';
+  readonly failureClass: FailureClass;
+  constructor(message: string, options?: { cause?: unknown; failureClass?: FailureClass }) {
+    super(message, options);
+    this.failureClass = options?.failureClass ?? 'transient';
+  }
 }
 
 /** Not a failure: come back after a fixed delay (NLB provisioning, a security group still in use). */
@@ -36,7 +53,10 @@ export class BusyError extends ControllerError {
   readonly kind = 'busy';
 }
 
-/** The user's spec cannot be served: a Warning event once, no hot retry; the next change re-enqueues. */
+/**
+ * The user's spec is wrong and only a change to it can help: a Warning event once per spec, no
+ * hot retry; the next change re-enqueues.
+ */
 export class TerminalError extends ControllerError {
   override readonly name = 'TerminalError';
   readonly kind = 'terminal';
@@ -67,4 +87,9 @@ export function errorKind(error: unknown): ErrorKind {
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The class of a failure that will be retried; unclassified errors are transient. */
+export function failureClassOf(error: unknown): FailureClass {
+  return error instanceof RetryableError ? error.failureClass : 'transient';
 }

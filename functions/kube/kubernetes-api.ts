@@ -6,7 +6,8 @@ import {
   type KubeConfig,
   type V1Node,
 } from '@kubernetes/client-node';
-import { NotFoundError, RetryableError, TerminalError } from '../core/errors';
+import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
+import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';
 import type { KubernetesApi } from '../sync/ports';
 
@@ -30,7 +31,7 @@ export class ClientNodeKubernetesApi implements KubernetesApi {
   }
 
   async getService(namespace: string, name: string): Promise<Service | undefined> {
-    const api = await this.makeApi();
+    const api = await this.connect();
     try {
       return await api.readNamespacedService({ name, namespace });
     } catch (error) {
@@ -53,7 +54,7 @@ export class ClientNodeKubernetesApi implements KubernetesApi {
 
   async patchServiceStatus(service: Service, status: LoadBalancerStatus): Promise<void> {
     const { namespace = '', name = '' } = service.metadata ?? {};
-    const api = await this.makeApi();
+    const api = await this.connect();
     try {
       // ingress: null clears it; a merge patch of an empty object would leave the old one.
       await api.patchNamespacedServiceStatus(
@@ -70,7 +71,7 @@ export class ClientNodeKubernetesApi implements KubernetesApi {
   }
 
   async listNodes(): Promise<Node[]> {
-    const api = await this.makeApi();
+    const api = await this.connect();
     const nodes: V1Node[] = [];
     let token: string | undefined;
     try {
@@ -88,9 +89,22 @@ export class ClientNodeKubernetesApi implements KubernetesApi {
     return nodes;
   }
 
+  /** The API client; failing to get one (EKS, Secrets Manager) is classed by what fixes it. */
+  private async connect(): Promise<CoreV1Api> {
+    try {
+      return await this.makeApi();
+    } catch (error) {
+      const found = awsErrorClass(awsErrorCode(error));
+      throw new RetryableError(`connect to the Kubernetes API: ${errorMessage(error)}`, {
+        cause: error,
+        failureClass: found === undefined || found === 'spec' ? 'transient' : found,
+      });
+    }
+  }
+
   private async patchService(service: Service, body: object, action: string): Promise<void> {
     const { namespace = '', name = '' } = service.metadata ?? {};
-    const api = await this.makeApi();
+    const api = await this.connect();
     try {
       await api.patchNamespacedService({ name, namespace, body }, strategic);
     } catch (error) {
@@ -111,6 +125,12 @@ export function translateKubeError(error: unknown, action: string): Error {
   const detail = statusMessage(error.body) ?? error.message;
   const text = `${action}: ${code} ${detail}`;
   if (code === 404) return new NotFoundError(text, { cause: error });
+  // The function's identity lacks access (RBAC, access entry) or its token is refused: someone
+  // must fix it, and the next retry after the fix succeeds.
+  if (code === 401 || code === 403) {
+    return new RetryableError(text, { cause: error, failureClass: 'permission' });
+  }
+  if (code === 429) return new RetryableError(text, { cause: error, failureClass: 'throttling' });
   // 422 (Invalid) and 400 are refusals of what we sent; retrying the same request cannot help.
   if (code === 422 || code === 400) return new TerminalError(text, { cause: error });
   return new RetryableError(text, { cause: error });

@@ -1,5 +1,5 @@
 import { servicePk, type FailureUpdate, type FinishResult } from '../aws/dynamo-state-store';
-import { errorMessage } from '../core/errors';
+import { errorMessage, failureClassOf } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
@@ -95,6 +95,7 @@ export async function processWorkBatch(
           // Node sync is re-driven by the schedule; a failed pass is reported, not retried hot.
           ctx.log.error('node sync failed', { error: errorMessage(error) });
           ctx.metrics.count('NodeSyncFailures');
+          ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(error) });
           // One message comes back after a backoff that grows with its receives (the others are
           // covered by it); past the resend limit a fresh copy replaces it, so an outage of the
           // Kubernetes API never walks node messages, the timer tick among them, into the DLQ.
@@ -263,6 +264,8 @@ async function processKey(
         ctx.config.backoffMaxSeconds,
       );
       ctx.metrics.count('Retries');
+      // By what fixes it, so quota, capacity, permission and dependency failures can page someone.
+      ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(outcome.error) });
       lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
       await publishLifecycle(ctx, lifecycle.events);
       return await comeBackLater(primary, { v: 1, kind: mode, key }, delay, ctx);
@@ -330,7 +333,11 @@ function logOutcome(
       ctx.log.info('sync lost its lease', { ...fields, error: errorMessage(outcome.error) });
       return;
     case 'retry':
-      ctx.log.warn('sync failed; will retry', { ...fields, error: errorMessage(outcome.error) });
+      ctx.log.warn('sync failed; will retry', {
+        ...fields,
+        error: errorMessage(outcome.error),
+        failureClass: failureClassOf(outcome.error),
+      });
       return;
   }
 }

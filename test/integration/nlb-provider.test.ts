@@ -16,7 +16,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { RetryableError, TerminalError } from '../../functions/core/errors';
+import { failureClassOf, RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
 import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
@@ -275,7 +275,7 @@ describe('NlbProvider against moto', () => {
     expectedLeft = everything;
   });
 
-  it('reports a certificate AWS does not know as a terminal error naming it', async () => {
+  it('reports a certificate AWS does not know as a retryable dependency error naming it (one being issued appears later)', async () => {
     const missing = `arn:aws:acm:us-east-1:${cluster.account.accountId}:certificate/does-not-exist`;
     const svc = service({
       annotations: { 'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': missing },
@@ -284,7 +284,8 @@ describe('NlbProvider against moto', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(failure).toBeInstanceOf(TerminalError);
+    expect(failure).toBeInstanceOf(RetryableError);
+    expect(failureClassOf(failure)).toBe('dependency');
     expect(String(failure)).toMatch(/CertificateNotFound/);
     // What was created before the refusal is recorded, so deleting the Service leaves nothing.
     await provider.ensureLoadBalancerDeleted(svc, providerStateOf(failure));
