@@ -519,8 +519,25 @@ function healthCheckFields(check: HealthCheck) {
   };
 }
 
+/** What a plan changes, in words a user reads in an event: one entry per step. */
+export function describeChanges(plan: Plan): string[] {
+  return plan.steps.filter((s) => s.kind !== 'verifyCreatedTargetGroups').map(describeStep);
+}
+
 function describeStep(step: Step): string {
   switch (step.kind) {
+    case 'deleteListener':
+      return `delete listener on port ${step.port}`;
+    case 'modifyListener':
+      return `modify listener ${step.listener.protocol}:${step.listener.port}`;
+    case 'deleteTargetGroup':
+      return `delete target group ${step.name}`;
+    case 'modifyTargetGroup':
+      return `modify health check for port ${step.key}`;
+    case 'modifyTargetGroupAttributes':
+      return `modify target group attributes for port ${step.key}`;
+    case 'tagResource':
+      return `tag ${step.resource.type}${step.resource.type === 'target-group' ? ` for port ${step.resource.key}` : ''}`;
     case 'createTargetGroup':
       return `create target group ${step.targetGroup.name}`;
     case 'createLoadBalancer':

@@ -12,6 +12,7 @@ import type { Host } from '../core/hosts';
 import type { LoadBalancerStatus, Service } from '../core/objects';
 import type {
   DeleteResult,
+  EnsureOptions,
   EnsureResult,
   LoadBalancerProvider,
   LoadBalancerSummary,
@@ -20,7 +21,7 @@ import type {
 } from '../sync/ports';
 import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
-import { executePlan } from './execute';
+import { describeChanges, executePlan } from './execute';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
 import { buildDesiredLoadBalancer, limits, schemeOf, type ProviderSettings } from './model/desired';
 import { loadBalancerName, ownershipTags } from './model/naming';
@@ -79,6 +80,7 @@ export class NlbProvider implements LoadBalancerProvider {
     service: Service,
     hosts: readonly Host[],
     state: ProviderState | undefined,
+    hooks: EnsureOptions = {},
   ): Promise<EnsureResult> {
     const nlb = readNlbState(state);
     const options = parseAnnotations(service);
@@ -127,6 +129,7 @@ export class NlbProvider implements LoadBalancerProvider {
         return [key, { arn: tg.arn, name: tg.name, targets: [...(tg.targets ?? [])] }];
       }),
     );
+    if (plan.steps.length > 0) await hooks.beforeChanges?.();
     await executePlan({
       clients: this.clients,
       clusterName: this.settings.clusterName,
@@ -144,6 +147,7 @@ export class NlbProvider implements LoadBalancerProvider {
       state: toProviderState(nlb),
       summary: summaryOf(desired, nlb),
       instances: uniqueSorted(desired.targetGroups.flatMap((tg) => tg.targets)),
+      changes: describeChanges(plan),
     };
   }
 

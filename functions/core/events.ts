@@ -28,6 +28,15 @@ export const events = {
       `Error updating load balancer with new hosts ${formatNames(hostNames)}: ${detail}`,
     ),
   nodeNotEligible: (detail: string) => warning('NodeNotEligibleForLoadBalancer', detail),
+  /** A drift check found AWS changed behind our back and put it right. */
+  repaired: (changes: readonly string[]) =>
+    warning('RepairedLoadBalancer', `Repaired load balancer drift: ${formatList(changes)}`),
+  /** The load balancer had to be created again: its address changed, and whoever uses it must know. */
+  recreated: (oldName: string, newName: string) =>
+    warning(
+      'RecreatedLoadBalancer',
+      `Load balancer recreated: its DNS name changed from ${oldName} to ${newName}; update anything that still points at ${oldName}`,
+    ),
 } as const;
 
 function normal(reason: string, message: string): ControllerEvent {
@@ -36,6 +45,12 @@ function normal(reason: string, message: string): ControllerEvent {
 
 function warning(reason: string, message: string): ControllerEvent {
   return { type: EventType.Warning, reason, message };
+}
+
+function formatList(items: readonly string[]): string {
+  const shown = items.slice(0, maxNamesInMessage);
+  const more = items.length - shown.length;
+  return `${shown.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
 }
 
 function formatNames(names: readonly string[]): string {

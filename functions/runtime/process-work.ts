@@ -270,7 +270,10 @@ async function processKey(
       await publishLifecycle(ctx, lifecycle.events);
       return await comeBackLater(primary, { v: 1, kind: mode, key }, delay, ctx);
     }
-    if (outcome.kind === 'terminal') lifecycle.syncFailed(key, outcome.error, { terminal: true });
+    // Said once per spec: a repeat (a sweep, the same message again) publishes nothing.
+    if (outcome.kind === 'terminal' && outcome.repeated !== true) {
+      lifecycle.syncFailed(key, outcome.error, { terminal: true });
+    }
     await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
       return await comeBackLater(primary, { v: 1, kind: mode, key }, outcome.seconds, ctx);
@@ -324,6 +327,10 @@ function logOutcome(
       });
       return;
     case 'terminal':
+      if (outcome.repeated === true) {
+        ctx.log.info('still waiting for the Service to change; already warned', fields);
+        return;
+      }
       ctx.log.warn('sync cannot proceed until the Service changes', {
         ...fields,
         error: errorMessage(outcome.error),

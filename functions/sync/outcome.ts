@@ -15,7 +15,12 @@ export type SyncOutcome =
   | { readonly kind: 'retry'; readonly error: unknown }
   /** Someone else holds the key: not a failure, the failure count stays as it is. */
   | { readonly kind: 'busy'; readonly error: unknown }
-  | { readonly kind: 'terminal'; readonly error: TerminalError };
+  | {
+      readonly kind: 'terminal';
+      readonly error: TerminalError;
+      /** Already warned for exactly these inputs (S11): say nothing new. */
+      readonly repeated?: boolean;
+    };
 
 export const done: SyncOutcome = { kind: 'done' };
 

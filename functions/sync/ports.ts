@@ -54,6 +54,16 @@ export interface EnsureResult {
   readonly summary: LoadBalancerSummary;
   /** The instances registered afterwards, across all target groups, sorted. */
   readonly instances: readonly string[];
+  /** What this call changed, one entry per change; empty when AWS already matched. */
+  readonly changes: readonly string[];
+}
+
+export interface EnsureOptions {
+  /**
+   * Called once, before the first change to AWS, and only when there is one: a drift check that
+   * finds nothing to repair then writes nothing anywhere.
+   */
+  readonly beforeChanges?: () => Promise<void>;
 }
 
 export interface UpdateResult {
@@ -96,6 +106,7 @@ export interface LoadBalancerProvider {
     service: Service,
     hosts: readonly Host[],
     state: ProviderState | undefined,
+    options?: EnsureOptions,
   ): Promise<EnsureResult>;
   updateLoadBalancer(
     service: Service,
@@ -163,6 +174,11 @@ export interface ServiceRecord {
   readonly hostsHash?: string | undefined;
   /** What the lifecycle feed was last told of this Service's LB (see sync/announce.ts). */
   readonly announced?: Announced | undefined;
+  /**
+   * The terminal Warning last emitted, and the checkpoint of the inputs it was about: the same
+   * inputs are not warned about again (S11), a sweep does not re-run them.
+   */
+  readonly warned?: { readonly checkpoint: string; readonly message: string } | undefined;
   /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
   readonly deleting?: boolean | undefined;
   readonly updatedAt: string;

@@ -6,7 +6,15 @@ import {
   ourFinalizersOn,
   wantsLoadBalancer,
 } from '../core/claim';
-import { errorMessage, NotFoundError, RequeueAfterError } from '../core/errors';
+import {
+  errorKind,
+  errorMessage,
+  NotFoundError,
+  RequeueAfterError,
+  TerminalError,
+} from '../core/errors';
+import { canonicalJson } from '../core/hash';
+import type { HostSet } from '../core/hosts';
 import { events, type ControllerEvent } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { needsUpdate } from '../core/needs-update';
@@ -22,7 +30,12 @@ import { loadBalancerStatusEqual } from '../core/status';
 import { currentEligibleHosts, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
-import { providerStateOf, type ProviderState, type ServiceRecord } from './ports';
+import {
+  providerStateOf,
+  type EnsureResult,
+  type ProviderState,
+  type ServiceRecord,
+} from './ports';
 
 /**
  * Syncs one Service key (S4, S7–S13, S19): re-reads the live Service, deletes what state records
@@ -204,8 +217,6 @@ async function ensureBranch(
   deps: SyncDependencies,
   options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
-  validateLoadBalancerService(service);
-  const finalizer = finalizerFor(deps.claim);
   const hosts = await currentEligibleHosts(deps);
   const checkpoint = checkpointFor({
     service,
@@ -213,23 +224,116 @@ async function ensureBranch(
     claim: deps.claim,
     providerFingerprint: deps.provider.fingerprint,
   });
+  if (options.ignoreCheckpoint && record?.warned?.checkpoint === checkpoint) {
+    // A sweep over a spec already reported as wrong: nothing was fixed, so nothing is tried or said.
+    return { kind: 'terminal', error: new TerminalError(record.warned.message), repeated: true };
+  }
+  try {
+    validateLoadBalancerService(service);
+    if (record?.checkpoint === checkpoint) {
+      return options.ignoreCheckpoint
+        ? await checkDrift(service, record, hosts, deps)
+        : await keepInSync(service, record, deps);
+    }
+    return await ensure(service, key, record, hosts, checkpoint, deps);
+  } catch (error) {
+    if (errorKind(error) !== 'terminal') throw error;
+    return await reportTerminal(service, key, checkpoint, error as TerminalError, deps);
+  }
+}
+
+/**
+ * A checkpoint hit: the AWS side already matches, so no cloud call and no Ensuring/Ensured noise,
+ * but the finalizer and status are ours to keep right.
+ */
+async function keepInSync(
+  service: Service,
+  record: ServiceRecord,
+  deps: SyncDependencies,
+): Promise<SyncOutcome> {
+  const finalizer = finalizerFor(deps.claim);
+  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
+  await patchStatusIfChanged(service, record.status ?? {}, deps);
+  // A change that does not touch AWS (externalIPs, say) still updates the snapshot, so its event
+  // is announced once.
   const snapshot = serviceSnapshot(service);
-  if (!options.ignoreCheckpoint && record?.checkpoint === checkpoint) {
-    // The AWS side already matches: no cloud call, no Ensuring/Ensured noise, but the finalizer
-    // and status are ours to keep right.
-    if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
-    await patchStatusIfChanged(service, record.status ?? {}, deps);
-    // A change that does not touch AWS (externalIPs, say) still updates the snapshot, so its
-    // event is announced once.
-    if (!sameSnapshot(record.snapshot, snapshot)) {
+  if (!sameSnapshot(record.snapshot, snapshot)) {
+    await deps.state.putService({
+      ...record,
+      snapshot,
+      updatedAt: deps.clock.now().toISOString(),
+    });
+  }
+  return done;
+}
+
+/**
+ * The sweep's drift check of an LB the checkpoint says is in sync: Ensure runs against AWS, but
+ * says and writes nothing unless it had to repair something, and then says what (DESIGN §3).
+ */
+async function checkDrift(
+  service: Service,
+  record: ServiceRecord,
+  hosts: HostSet,
+  deps: SyncDependencies,
+): Promise<SyncOutcome> {
+  const finalizer = finalizerFor(deps.claim);
+  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
+  let pending: ServiceRecord | undefined;
+  let result: EnsureResult;
+  try {
+    result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, record.provider, {
+      // The checkpoint is cleared before the repair, as before any AWS change.
+      beforeChanges: async () => {
+        pending = pendingRecord(record, deps, { snapshot: service });
+        await deps.state.putService(pending);
+      },
+    });
+  } catch (error) {
+    if (pending !== undefined) await keepPartialProviderState(pending, error, deps);
+    throw error;
+  }
+  if (pending === undefined) {
+    // Nothing drifted. State changes only if the provider learned something (a renamed DNS
+    // record, say) or the Service changed in ways AWS does not see.
+    // A record from before the lifecycle feed existed takes its baseline here, silently.
+    const snapshot = serviceSnapshot(service);
+    if (
+      canonicalJson(result.state) !== canonicalJson(record.provider) ||
+      !loadBalancerStatusEqual(record.status, result.status) ||
+      !sameSnapshot(record.snapshot, snapshot) ||
+      record.announced === undefined
+    ) {
       await deps.state.putService({
         ...record,
         snapshot,
+        provider: result.state,
+        status: result.status,
+        announced:
+          record.announced ??
+          announce(service, undefined, result, deps.lifecycle, { silent: true }),
         updatedAt: deps.clock.now().toISOString(),
       });
     }
-    return done;
+    await patchStatusIfChanged(service, result.status, deps);
+    return result.requeueAfterSeconds !== undefined
+      ? requeueAfter(result.requeueAfterSeconds, 'load balancer is still provisioning')
+      : done;
   }
+  await deps.events.record(serviceReference(service), events.repaired(result.changes));
+  return await completeEnsure(service, record, pending, result, hosts, record.checkpoint, deps);
+}
+
+/** A full Ensure: the spec, the hosts or the configuration changed since the last one. */
+async function ensure(
+  service: Service,
+  key: ServiceKey,
+  record: ServiceRecord | undefined,
+  hosts: HostSet,
+  checkpoint: string,
+  deps: SyncDependencies,
+): Promise<SyncOutcome> {
+  const finalizer = finalizerFor(deps.claim);
   const ref = serviceReference(service);
   await deps.events.record(ref, events.ensuring);
   // Before anything is created, so a deletion cannot slip past us.
@@ -239,11 +343,12 @@ async function ensureBranch(
   const pending: ServiceRecord = {
     key,
     uid: service.metadata?.uid ?? '',
-    snapshot,
+    snapshot: serviceSnapshot(service),
     provider: record?.provider ?? {},
     status: record?.status,
     hostsHash: record?.hostsHash,
     announced: record?.announced,
+    warned: record?.warned,
     updatedAt: deps.clock.now().toISOString(),
   };
   await deps.state.putService(pending);
@@ -254,6 +359,24 @@ async function ensureBranch(
     await keepPartialProviderState(pending, error, deps);
     throw error;
   }
+  const outcome = await completeEnsure(service, record, pending, result, hosts, checkpoint, deps);
+  if (result.requeueAfterSeconds === undefined) await deps.events.record(ref, events.ensured);
+  return outcome;
+}
+
+/**
+ * After the provider is done: announce what changed, store the result with the checkpoint (unless
+ * the NLB is still provisioning), warn when the address changed, and write the status.
+ */
+async function completeEnsure(
+  service: Service,
+  record: ServiceRecord | undefined,
+  pending: ServiceRecord,
+  result: EnsureResult,
+  hosts: HostSet,
+  checkpoint: string | undefined,
+  deps: SyncDependencies,
+): Promise<SyncOutcome> {
   const provisioning = result.requeueAfterSeconds !== undefined;
   // Announced once the provider is done (not while it asks to come back), and then only what
   // changed since the last announcement. A record from before the feed existed, whose Ensure had
@@ -270,14 +393,50 @@ async function ensureBranch(
     checkpoint: provisioning ? undefined : checkpoint,
     hostsHash: hosts.hash,
     announced,
+    warned: undefined,
     updatedAt: deps.clock.now().toISOString(),
   });
-  if (!provisioning) await deps.events.record(ref, events.ensured);
+  // The LB vanished (deleted by hand, say) and was created again, or was replaced: whatever
+  // points at the old name (DNS records, allow-lists) is now wrong, so the user is told (S17).
+  const before = record?.status?.ingress?.[0]?.hostname;
+  const after = result.status.ingress?.[0]?.hostname;
+  if (before !== undefined && after !== undefined && before !== after) {
+    await deps.events.record(serviceReference(service), events.recreated(before, after));
+  }
   await patchStatusIfChanged(service, result.status, deps);
   if (result.requeueAfterSeconds !== undefined) {
     return requeueAfter(result.requeueAfterSeconds, 'load balancer is still provisioning');
   }
   return done;
+}
+
+/**
+ * S11 for a spec that cannot be served: one Warning per set of inputs (the checkpoint's), kept in
+ * state where there is a record, so neither a sweep nor a repeat of the same message says it twice.
+ */
+async function reportTerminal(
+  service: Service,
+  key: ServiceKey,
+  checkpoint: string,
+  error: TerminalError,
+  deps: SyncDependencies,
+): Promise<SyncOutcome> {
+  // Re-read: the pass may have stored a pending record before AWS refused.
+  const current = await deps.state.getService(key);
+  if (current?.warned?.checkpoint === checkpoint)
+    return { kind: 'terminal', error, repeated: true };
+  const message = errorMessage(error);
+  await deps.events.record(serviceReference(service), events.syncFailed(message));
+  if (current !== undefined) {
+    // The snapshot follows, so the field-change events (S3) for this spec are not repeated either.
+    await deps.state.putService({
+      ...current,
+      snapshot: serviceSnapshot(service),
+      warned: { checkpoint, message },
+      updatedAt: deps.clock.now().toISOString(),
+    });
+  }
+  return { kind: 'terminal', error };
 }
 
 /** S12: only when status.loadBalancer changes; a Service gone meanwhile is not an error. */

@@ -259,6 +259,44 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const after = await loadBalancer();
     expect(after.listeners).toEqual(['TCP:443', 'TCP:80']);
     expect(Object.values(after.targets).every((ids) => ids.length === 3)).toBe(true);
+    // The repair is the only thing said, and it says what it did.
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    const repaired = events.items.filter((e) => e.reason === 'RepairedLoadBalancer');
+    expect(repaired).toHaveLength(1);
+    expect(repaired[0]?.type).toBe('Warning');
+    const message = repaired[0]?.message ?? '';
+    expect(message).toMatch(/^Repaired load balancer drift: /);
+    expect(message).toMatch(/create target group k8s-/);
+    expect(message).toMatch(/create listener TCP:(80|443)/);
+    expect(message).toMatch(/register 3 targets for port (80|443)/);
+    expect(events.items.filter((e) => e.reason === 'EnsuringLoadBalancer')).toHaveLength(1);
+  });
+
+  it('sweeps a healthy Service quietly: reads only, no Event, no Service or state write', async () => {
+    await createService();
+    const before = await world.api.listNamespacedEvent({ namespace: 'default' });
+    const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
+    const item = await world.runtime.store.getItem(servicePk(key));
+    world.aws.recorder.reset();
+    for (let sweep = 0; sweep < 2; sweep++) {
+      await runSweep(world.runtime);
+      await world.drain();
+    }
+    const after = await world.api.listNamespacedEvent({ namespace: 'default' });
+    expect(after.items.map((e) => `${e.reason}x${e.count}`)).toEqual(
+      before.items.map((e) => `${e.reason}x${e.count}`),
+    );
+    const again = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
+    expect(again.metadata?.resourceVersion).toBe(service.metadata?.resourceVersion);
+    const mutations = Object.entries(world.aws.recorder.byOperation()).filter(([op]) =>
+      /^(ElasticLoadBalancingV2|EC2)\.(?!Describe)/.test(op),
+    );
+    expect(mutations).toEqual([]);
+    // The only state writes are the lease's own (take and release), never the record.
+    const itemAfter = await world.runtime.store.getItem(servicePk(key));
+    expect(itemAfter?.rec).toBe(item?.rec);
+    expect(itemAfter?.updatedAt).toBe(item?.updatedAt);
+    expect(world.metrics.get('Syncs{outcome=done,kind=resync}')).toBe(2);
   });
 
   it('deletes resources whose Service and state are both gone, after the grace period', async () => {

@@ -5,7 +5,7 @@
 import type { ClaimPolicy } from '../../functions/core/claim';
 import { NotFoundError } from '../../functions/core/errors';
 import type { ControllerEvent } from '../../functions/core/events';
-import { stableHash } from '../../functions/core/hash';
+import { canonicalJson, stableHash } from '../../functions/core/hash';
 import type { Host } from '../../functions/core/hosts';
 import type { ServiceKey } from '../../functions/core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
@@ -20,6 +20,7 @@ import type { SyncDependencies } from '../../functions/sync/dependencies';
 import type {
   Clock,
   DeleteResult,
+  EnsureOptions,
   EnsureResult,
   EventRecorder,
   KubernetesApi,
@@ -197,6 +198,8 @@ export interface FakeLoadBalancer {
   readonly serviceKey: string;
   hosts: string[];
   annotations: Record<string, string>;
+  /** How many times a load balancer was created for this Service; a new one gets a new DNS name. */
+  readonly generation?: number;
 }
 
 /** A cloud that records its calls and keeps fake load balancers. */
@@ -212,6 +215,8 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   ensuresProvisioning = 0;
   /** When set, ensure creates the LB and then throws this (a partial create). */
   failAfterCreate: Error | undefined;
+  /** Load balancers created so far per Service UID (kept after deletion). */
+  private readonly created = new Map<string, number>();
 
   constructor(private readonly log: CallLog) {}
 
@@ -231,10 +236,11 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     return Promise.resolve({ exists: true, status: statusOf(lb) });
   }
 
-  ensureLoadBalancer(
+  async ensureLoadBalancer(
     service: Service,
     hosts: readonly Host[],
     _state: ProviderState | undefined,
+    options: EnsureOptions = {},
   ): Promise<EnsureResult> {
     this.log.add(
       'provider',
@@ -243,22 +249,38 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     );
     this.faults.check('ensureLoadBalancer');
     const uid = service.metadata?.uid ?? '';
+    const existing = this.balancers.get(uid);
+    const name = this.getLoadBalancerName(service);
+    // A load balancer created again for the same Service gets a new DNS name, as in AWS.
+    const generation = existing?.generation ?? (this.created.get(uid) ?? 0) + 1;
     const lb: FakeLoadBalancer = {
-      name: this.getLoadBalancerName(service),
+      name,
       serviceKey: keyOf(service.metadata?.namespace, service.metadata?.name),
       hosts: hosts.map((h) => h.instanceId),
       annotations: { ...(service.metadata?.annotations ?? {}) },
+      generation,
     };
+    const changes =
+      existing === undefined
+        ? [`create load balancer ${name}`]
+        : [
+            ...(existing.hosts.join() !== lb.hosts.join() ? ['register targets'] : []),
+            ...(canonicalJson(existing.annotations) !== canonicalJson(lb.annotations)
+              ? ['apply annotations']
+              : []),
+          ];
+    if (changes.length > 0) await options.beforeChanges?.();
+    this.created.set(uid, generation);
     this.balancers.set(uid, lb);
     if (this.failAfterCreate !== undefined) {
       const error = this.failAfterCreate;
       this.failAfterCreate = undefined;
-      return Promise.reject(error);
+      throw error;
     }
     const provisioning = this.ensuresProvisioning > 0;
     if (provisioning) this.ensuresProvisioning -= 1;
-    const arn = `arn:fake:${lb.name}`;
-    return Promise.resolve({
+    const arn = arnOf(lb);
+    return {
       status: statusOf(lb),
       state: { loadBalancerArn: arn },
       ...(provisioning ? { requeueAfterSeconds: 15 } : {}),
@@ -279,7 +301,8 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
         }),
       },
       instances: [...lb.hosts].sort(),
-    });
+      changes,
+    };
   }
 
   updateLoadBalancer(
@@ -316,7 +339,7 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     this.leftovers.delete(uid);
     return Promise.resolve({
       state: {},
-      ...(existed ? { loadBalancerId: `arn:fake:${existed.name}` } : {}),
+      ...(existed ? { loadBalancerId: arnOf(existed) } : {}),
     });
   }
 
@@ -325,8 +348,13 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   }
 }
 
+function arnOf(lb: FakeLoadBalancer): string {
+  return `arn:fake:${lb.name}${(lb.generation ?? 1) > 1 ? `:${lb.generation}` : ''}`;
+}
+
 function statusOf(lb: FakeLoadBalancer): LoadBalancerStatus {
-  return { ingress: [{ hostname: `${lb.name}.elb.us-east-1.amazonaws.com` }] };
+  const suffix = (lb.generation ?? 1) > 1 ? `-${lb.generation}` : '';
+  return { ingress: [{ hostname: `${lb.name}${suffix}.elb.us-east-1.amazonaws.com` }] };
 }
 
 export class InMemoryStateStore implements StateStore {

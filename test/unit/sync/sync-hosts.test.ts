@@ -147,6 +147,21 @@ describe('syncHosts (S16, S17)', () => {
     expect((await syncNodes(w.deps)).servicesToUpdate).toEqual([]);
   });
 
+  it('tells the user when the recreated LB has a new DNS name: a Warning with the old and new names (S17)', async () => {
+    const w = await ensuredThenNodeJoins();
+    w.provider.balancers.clear();
+    w.events.events.length = 0;
+    expect(await syncHosts(key, w.deps)).toEqual({ kind: 'done' });
+    const recreated = w.events.events.find((e) => e.reason === 'RecreatedLoadBalancer');
+    expect(recreated?.type).toBe('Warning');
+    expect(recreated?.message).toContain(
+      'from k8s-default-web.elb.us-east-1.amazonaws.com to k8s-default-web-2.elb.us-east-1.amazonaws.com',
+    );
+    expect(w.kube.stored('default', 'web')?.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(
+      'k8s-default-web-2.elb.us-east-1.amazonaws.com',
+    );
+  });
+
   it('a terminal provider error warns once, not on every node-sync pass', async () => {
     const w = await ensuredThenNodeJoins();
     w.provider.faults.failNext(

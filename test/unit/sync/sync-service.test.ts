@@ -162,17 +162,61 @@ describe('syncService: checkpoint', () => {
     expect(w.provider.balancers.get('uid-1')?.annotations).toEqual({ 'x.io/a': 'b' });
   });
 
-  it('is ignored when asked (drift repair), running Ensure with its events', async () => {
+  it('is ignored when asked (the sweep’s drift check): Ensure runs, and with no drift says and writes nothing', async () => {
     const w = world();
     await syncService(key, w.deps);
     w.log.clear();
     w.events.events.length = 0;
     expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toEqual({ kind: 'done' });
     expect(w.log.lines('provider')).toHaveLength(1);
-    expect(w.events.reasons()).toEqual([
-      'Normal EnsuringLoadBalancer',
-      'Normal EnsuredLoadBalancer',
+    expect(w.events.reasons()).toEqual([]);
+    expect(w.log.lines('state').filter((l) => l.startsWith('state.putService'))).toEqual([]);
+    expect(w.log.lines('kube').filter((l) => !l.startsWith('kube.getService'))).toEqual([]);
+  });
+
+  it('a drift check that repairs something warns RepairedLoadBalancer naming it, and stores the checkpoint again', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const checkpoint = w.state.records.get(key)?.checkpoint;
+    // Someone deregistered the targets behind our back.
+    w.provider.balancers.get('uid-1')!.hosts = [];
+    w.log.clear();
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toEqual({ kind: 'done' });
+    expect(w.events.events).toEqual([
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'RepairedLoadBalancer',
+        message: 'Repaired load balancer drift: register targets',
+      }),
     ]);
+    // The checkpoint is cleared before the repair and stored again after it.
+    expect(w.log.lines('state')).toEqual([
+      `state.getService ${key}`,
+      'state.getEligibleHosts',
+      `state.putService ${key} checkpoint=none`,
+      `state.putService ${key} checkpoint=set`,
+    ]);
+    expect(w.state.records.get(key)?.checkpoint).toBe(checkpoint);
+    expect(w.provider.balancers.get('uid-1')?.hosts).toHaveLength(2);
+  });
+
+  it('warns RecreatedLoadBalancer with the old and new DNS names when the LB had to be created again', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    w.provider.balancers.delete('uid-1');
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toEqual({ kind: 'done' });
+    expect(w.events.reasons()).toEqual([
+      'Warning RepairedLoadBalancer',
+      'Warning RecreatedLoadBalancer',
+    ]);
+    expect(w.events.events.at(-1)?.message).toBe(
+      'Load balancer recreated: its DNS name changed from k8s-default-web.elb.us-east-1.amazonaws.com to k8s-default-web-2.elb.us-east-1.amazonaws.com; update anything that still points at k8s-default-web.elb.us-east-1.amazonaws.com',
+    );
+    expect(stored(w)?.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(
+      'k8s-default-web-2.elb.us-east-1.amazonaws.com',
+    );
   });
 
   it('misses when the eligible host set changes', async () => {
@@ -584,6 +628,57 @@ describe('syncService: errors (S11, DESIGN §4)', () => {
     );
     expect(w.log.lines('provider')).toEqual([]);
     expect(stored(w)?.metadata?.finalizers).toBeUndefined();
+  });
+
+  it('S11 warns once per spec across sweeps: an invalid change to an ensured Service is warned about once, sweeps stay silent, the next change warns again', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const invalid = { ...stored(w)!, spec: { ...stored(w)!.spec, loadBalancerIP: '10.0.0.5' } };
+    w.kube.put(invalid);
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps)).toMatchObject({ kind: 'terminal' });
+    expect(w.events.reasons()).toEqual(['Normal LoadbalancerIP', 'Warning SyncLoadBalancerFailed']);
+    w.log.clear();
+    for (let sweep = 0; sweep < 3; sweep++) {
+      expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toMatchObject({
+        kind: 'terminal',
+        repeated: true,
+      });
+    }
+    // The same message again (a forwarder relist, say) is not repeated either.
+    expect(await syncService(key, w.deps)).toMatchObject({ kind: 'terminal', repeated: true });
+    expect(w.events.reasons()).toEqual(['Normal LoadbalancerIP', 'Warning SyncLoadBalancerFailed']);
+    expect(w.log.lines('provider')).toEqual([]);
+    expect(w.log.lines('state').filter((l) => l.startsWith('state.putService'))).toEqual([]);
+
+    w.kube.put({ ...invalid, spec: { ...invalid.spec, loadBalancerIP: '10.0.0.6' } });
+    expect(await syncService(key, w.deps)).toMatchObject({ kind: 'terminal' });
+    expect(w.events.reasons()).toEqual([
+      'Normal LoadbalancerIP',
+      'Warning SyncLoadBalancerFailed',
+      'Normal LoadbalancerIP',
+      'Warning SyncLoadBalancerFailed',
+    ]);
+  });
+
+  it('S11 a spec AWS refuses is warned about once: a sweep neither repeats the Warning nor emits Ensuring', async () => {
+    const w = world();
+    w.provider.faults.failNext(
+      'ensureLoadBalancer',
+      new TerminalError('AWS refused to create listener: ValidationError: bad port'),
+    );
+    expect(await syncService(key, w.deps)).toMatchObject({ kind: 'terminal' });
+    expect(w.events.reasons()).toEqual([
+      'Normal EnsuringLoadBalancer',
+      'Warning SyncLoadBalancerFailed',
+    ]);
+    w.log.clear();
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toMatchObject({
+      kind: 'terminal',
+      repeated: true,
+    });
+    expect(w.events.reasons()).toHaveLength(2);
+    expect(w.log.lines('provider')).toEqual([]);
   });
 
   it.each([
