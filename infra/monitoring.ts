@@ -138,6 +138,11 @@ export class ControllerMonitoring extends Construct {
           custom('MalformedMessages', 'Sum', 'malformed'),
           custom('NodeSyncFailures', 'Sum', 'node-sync failures'),
           custom('UnexpectedFailures', 'Sum', 'unexpected failures'),
+          // By what fixes them: quota, capacity, permission and dependency need someone.
+          search(
+            `SEARCH('{${metricsNamespace},class,service} MetricName="RetryableFailures"', 'Sum', 60)`,
+            'retried',
+          ),
         ],
         width: 12,
       }),

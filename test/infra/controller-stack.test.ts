@@ -303,7 +303,7 @@ describe('CDK app (infra/)', () => {
     ]) {
       expect(body, name).toContain(metricRef('ServerlessServiceController', name));
     }
-    for (const name of ['Syncs', 'AwsCalls']) {
+    for (const name of ['Syncs', 'AwsCalls', 'RetryableFailures']) {
       expect(body, name).toContain(`MetricName=\\\\\\"${name}\\\\\\"`);
     }
     for (const name of ['Errors', 'Throttles', 'Duration', 'ConcurrentExecutions']) {

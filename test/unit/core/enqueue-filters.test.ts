@@ -19,9 +19,22 @@ describe('forwarder filters for Services (S1, S2)', () => {
     );
   });
 
-  it('S1: skips an added ClusterIP Service and a Service of another class', () => {
+  it('S1: skips an added ClusterIP Service, and a class-less LoadBalancer Service in class mode', () => {
     expect(shouldEnqueueServiceAdd(makeService({ type: 'ClusterIP' }), classless)).toBe(false);
     expect(shouldEnqueueServiceAdd(makeService(), classMode)).toBe(false);
+  });
+
+  it('S1: skips an added LoadBalancer Service of another class in either mode, even one carrying the built-in finalizer', () => {
+    const other = makeService({ loadBalancerClass: 'service.k8s.aws/nlb' });
+    expect(shouldEnqueueServiceAdd(other, classless)).toBe(false);
+    expect(shouldEnqueueServiceAdd(other, classMode)).toBe(false);
+    const otherFinalized = makeService({
+      loadBalancerClass: 'service.k8s.aws/nlb',
+      finalizers: ['service.k8s.aws/resources'],
+      deleting: true,
+    });
+    expect(shouldEnqueueServiceAdd(otherFinalized, classless)).toBe(false);
+    expect(shouldEnqueueServiceAdd(otherFinalized, classMode)).toBe(false);
   });
 
   it('S1: enqueues an added ClusterIP Service that still carries our finalizer (missed type change)', () => {
