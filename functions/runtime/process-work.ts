@@ -1,4 +1,9 @@
-import { servicePk, type FailureUpdate, type FinishResult } from '../aws/dynamo-state-store';
+import {
+  servicePk,
+  type FailureUpdate,
+  type FinishResult,
+  type Lease,
+} from '../aws/dynamo-state-store';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { SyncOutcome } from '../sync/outcome';
@@ -207,6 +212,7 @@ async function processKey(
     correlationId: lifecycle.correlationId,
   };
   let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
+  let held: Lease | undefined;
   try {
     const acquired = await ctx.store.acquire(
       servicePk(key),
@@ -220,6 +226,7 @@ async function processKey(
       return undefined;
     }
     const lease = acquired.lease;
+    held = lease;
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
     let failureUpdate: FailureUpdate = 'keep';
@@ -284,6 +291,9 @@ async function processKey(
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
     ctx.log.error('sync failed unexpectedly', { ...fields, error: errorMessage(error) });
     ctx.metrics.count('UnexpectedFailures');
+    // Best effort: a held lease would turn the key's next messages away as busy until it
+    // expires, with this message (which covers them) still far off.
+    if (held !== undefined) await ctx.store.handBack(held, 'keep').catch(() => undefined);
     lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return await comeBackLater(

@@ -10,7 +10,7 @@ import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { RetryableError } from '../../functions/core/errors';
+import { InvariantError, RetryableError } from '../../functions/core/errors';
 import type { WorkQueue } from '../../functions/aws/sqs-work-queue';
 import { nodeSyncLease } from '../../functions/runtime/node-sync';
 import type { RuntimeContext, RuntimeMetrics } from '../../functions/runtime/context';
@@ -258,6 +258,32 @@ describe('changes arriving during passes (S5 under churn)', () => {
     await drain(ctx);
     expect((await nlbTags()).v).toBe(`${passes}`);
     expect(Number((await world.runtime.store.getItem('svc#default/web'))?.failures ?? 0)).toBe(0);
+  });
+
+  it('an unexpected failure gives the lease back, so the key’s next message runs at once instead of being turned away as busy', async () => {
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('web'),
+    });
+    const timeline: Timeline = { entries: [], delays: [] };
+    let failures = 1;
+    const ctx = instrumented(timeline, {
+      provider: {
+        ensureLoadBalancer: (service, hosts, state) => {
+          if (failures-- > 0) return Promise.reject(new InvariantError('a bug'));
+          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+        },
+      },
+    });
+    await world.send({ v: 1, kind: 'service', key });
+    await handle(ctx, await world.receive(1));
+    expect(world.metrics.get('UnexpectedFailures')).toBe(1);
+    // The failed message backs off for the maximum; a new one for the key is not blocked by it.
+    expect(timeline.delays).toEqual([world.config.backoffMaxSeconds]);
+    await world.send({ v: 1, kind: 'service', key, reason: 'the user edits the Service' });
+    await handle(ctx, await world.receive(1));
+    expect(timeline.entries.filter((e) => e === 'busy')).toEqual([]);
+    expect((await world.runtime.store.getService(key))?.checkpoint).toBeDefined();
   });
 
   it('node sync: 20 node additions made during passes end with the last node in the eligible set and behind the NLB', async () => {
