@@ -122,24 +122,14 @@ export class DynamoStateStore {
     const released = await this.release(lease, failures, { unlessDirty: true });
     if (released.kind === 'released') return released;
     try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: lease.pk },
-          ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
-          UpdateExpression: 'SET dirty = :false, leaseUntil = :until',
-          ExpressionAttributeValues: {
-            ':owner': lease.owner,
-            ':fence': lease.fence,
-            ':false': false,
-            ':until': this.clock.now().getTime() + ttlSeconds * 1000,
-          },
-        }),
-      );
+      await this.fencedUpdate(lease, 'SET dirty = :false, leaseUntil = :until', {
+        ':false': false,
+        ':until': this.clock.now().getTime() + ttlSeconds * 1000,
+      });
       return { kind: 'again' };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return { kind: 'lost' };
-      throw retryable(error, 'extend lease');
+      if (error instanceof BusyError) return { kind: 'lost' };
+      throw error;
     }
   }
 

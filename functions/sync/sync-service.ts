@@ -251,8 +251,7 @@ async function keepInSync(
   record: ServiceRecord,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
-  const finalizer = finalizerFor(deps.claim);
-  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
+  await addFinalizerIfMissing(service, deps);
   await patchStatusIfChanged(service, record.status ?? {}, deps);
   // A change that does not touch AWS (externalIPs, say) still updates the snapshot, so its event
   // is announced once.
@@ -277,8 +276,7 @@ async function checkDrift(
   hosts: HostSet,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
-  const finalizer = finalizerFor(deps.claim);
-  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
+  await addFinalizerIfMissing(service, deps);
   let pending: ServiceRecord | undefined;
   let result: EnsureResult;
   try {
@@ -333,11 +331,10 @@ async function ensure(
   checkpoint: string,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
-  const finalizer = finalizerFor(deps.claim);
   const ref = serviceReference(service);
   await deps.events.record(ref, events.ensuring);
   // Before anything is created, so a deletion cannot slip past us.
-  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
+  await addFinalizerIfMissing(service, deps);
   if (hosts.hosts.length === 0) await deps.events.record(ref, events.unavailable);
   // The snapshot is stored and the checkpoint cleared before the first AWS change (S7).
   const pending: ServiceRecord = {
@@ -437,6 +434,12 @@ async function reportTerminal(
     });
   }
   return { kind: 'terminal', error };
+}
+
+/** S10, S13: our finalizer, added only when it is not there yet. */
+async function addFinalizerIfMissing(service: Service, deps: SyncDependencies): Promise<void> {
+  const finalizer = finalizerFor(deps.claim);
+  if (!hasFinalizer(service, finalizer)) await deps.kube.addFinalizer(service, finalizer);
 }
 
 /** S12: only when status.loadBalancer changes; a Service gone meanwhile is not an error. */

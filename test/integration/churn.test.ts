@@ -122,6 +122,37 @@ async function drain(ctx: RuntimeContext): Promise<void> {
   throw new Error('the queue did not drain');
 }
 
+/** A Service whose NLB carries the tag `v=0`, created and synced. */
+async function createTaggedService(): Promise<void> {
+  await world.api.createNamespacedService({
+    namespace: 'default',
+    body: {
+      ...loadBalancerService('web'),
+      metadata: { name: 'web', namespace: 'default', annotations: { [tagsAnnotation]: 'v=0' } },
+    },
+  });
+  await world.send({ v: 1, kind: 'service', key });
+  await world.drain();
+}
+
+async function setTag(tag: string): Promise<void> {
+  await world.api.patchNamespacedService(
+    {
+      name: 'web',
+      namespace: 'default',
+      body: { metadata: { annotations: { [tagsAnnotation]: tag } } },
+    },
+    merge,
+  );
+}
+
+/** A user edits the Service while a pass works; the forwarder's message is taken by another worker at once. */
+async function changeTagDuringPass(ctx: RuntimeContext, tag: string): Promise<void> {
+  await setTag(tag);
+  await world.send({ v: 1, kind: 'service', key, reason: `tag ${tag}` });
+  await handle(ctx, await world.receive(0));
+}
+
 /** The tags our NLB carries now. */
 async function nlbTags(): Promise<Record<string, string | undefined>> {
   const arn = readNlbState((await world.runtime.store.getService(key))?.provider).loadBalancerArn;
@@ -142,15 +173,7 @@ function busyAcknowledgementsAreCovered(entries: readonly string[]): boolean {
 
 describe('changes arriving during passes (S5 under churn)', () => {
   it('a Service key: 20 annotation changes made during passes end with the NLB carrying the last one, with no busy acknowledgement left uncovered and no requeue delayed', async () => {
-    await world.api.createNamespacedService({
-      namespace: 'default',
-      body: {
-        ...loadBalancerService('web'),
-        metadata: { name: 'web', namespace: 'default', annotations: { [tagsAnnotation]: 'v=0' } },
-      },
-    });
-    await world.send({ v: 1, kind: 'service', key });
-    await world.drain();
+    await createTaggedService();
 
     const timeline: Timeline = { entries: [], delays: [] };
     let made = 0;
@@ -158,33 +181,15 @@ describe('changes arriving during passes (S5 under churn)', () => {
       provider: {
         ensureLoadBalancer: async (service, hosts, state) => {
           if (made < changes) {
-            // A user edits the Service while this pass works; the forwarder's message is taken
-            // by another worker at once.
             made++;
-            await world.api.patchNamespacedService(
-              {
-                name: 'web',
-                namespace: 'default',
-                body: { metadata: { annotations: { [tagsAnnotation]: `v=${made}` } } },
-              },
-              merge,
-            );
-            await world.send({ v: 1, kind: 'service', key, reason: `change ${made}` });
-            await handle(ctx, await world.receive(0));
+            await changeTagDuringPass(ctx, `v=${made}`);
           }
           return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
     // The first change, as a user's edit; the rest arrive during the passes it starts.
-    await world.api.patchNamespacedService(
-      {
-        name: 'web',
-        namespace: 'default',
-        body: { metadata: { annotations: { [tagsAnnotation]: 'v=start' } } },
-      },
-      merge,
-    );
+    await setTag('v=start');
     await world.send({ v: 1, kind: 'service', key });
     await drain(ctx);
 
@@ -203,15 +208,7 @@ describe('changes arriving during passes (S5 under churn)', () => {
   });
 
   it('a retry asked for by the last pass allowed is not swallowed: the key comes back after its backoff and converges', async () => {
-    await world.api.createNamespacedService({
-      namespace: 'default',
-      body: {
-        ...loadBalancerService('web'),
-        metadata: { name: 'web', namespace: 'default', annotations: { [tagsAnnotation]: 'v=0' } },
-      },
-    });
-    await world.send({ v: 1, kind: 'service', key });
-    await world.drain();
+    await createTaggedService();
 
     const timeline: Timeline = { entries: [], delays: [] };
     let made = 0;
@@ -221,30 +218,14 @@ describe('changes arriving during passes (S5 under churn)', () => {
         ensureLoadBalancer: async (service, hosts, state) => {
           if (made < passes) {
             made++;
-            await world.api.patchNamespacedService(
-              {
-                name: 'web',
-                namespace: 'default',
-                body: { metadata: { annotations: { [tagsAnnotation]: `v=${made}` } } },
-              },
-              merge,
-            );
-            await world.send({ v: 1, kind: 'service', key, reason: `change ${made}` });
-            await handle(ctx, await world.receive(0));
+            await changeTagDuringPass(ctx, `v=${made}`);
             throw new RetryableError('ELBv2 is throttling');
           }
           return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
-    await world.api.patchNamespacedService(
-      {
-        name: 'web',
-        namespace: 'default',
-        body: { metadata: { annotations: { [tagsAnnotation]: 'v=start' } } },
-      },
-      merge,
-    );
+    await setTag('v=start');
     await world.send({ v: 1, kind: 'service', key });
     const first = await world.receive(1);
     await handle(ctx, first);
