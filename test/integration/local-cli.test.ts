@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DescribeLoadBalancersCommand,
+  DescribeTagsCommand,
   DescribeTargetHealthCommand,
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
@@ -13,11 +14,13 @@ import {
   GetResourcesCommand,
   ResourceGroupsTaggingAPIClient,
 } from '@aws-sdk/client-resource-groups-tagging-api';
+import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import { upstreamFinalizer } from '../../functions/core/claim';
 import { createSimulatedNetwork, type SimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
+import { AwsFaultProxy } from '../support/aws-fault-proxy';
 
 /**
  * The CLI as users run it, in child processes: `npm start` on the embedded default, and real mode
@@ -135,6 +138,8 @@ describe('the CLI in real mode', () => {
   let network: SimulatedNetwork;
   let kubeconfig: string;
   let controller: ReturnType<typeof start> | undefined;
+  // The controller reaches the emulator through a proxy that can refuse chosen calls.
+  let proxy: AwsFaultProxy;
   const dir = mkdtempSync(join(tmpdir(), 'cli-real-'));
   const instances: { name: string; providerID: string }[] = [];
 
@@ -156,6 +161,7 @@ describe('the CLI in real mode', () => {
   ];
 
   beforeAll(async () => {
+    proxy = await AwsFaultProxy.start(endpoint);
     kube = await FakeKubeApiServer.start();
     kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kube.kubeconfigText());
@@ -173,6 +179,7 @@ describe('the CLI in real mode', () => {
   afterAll(async () => {
     controller?.child.kill('SIGKILL');
     await kube.stop();
+    await proxy.stop();
   });
 
   const instanceIds = () => instances.map((n) => n.providerID.split('/').pop() ?? '').sort();
@@ -187,7 +194,10 @@ describe('the CLI in real mode', () => {
     const refused = await cli(runArgs(), awsEnv);
     expect(refused.code).toBe(2);
     expect(refused.output).toContain('does not exist (use --create-resources)');
-    controller = start(process.execPath, [...cliArgs, ...runArgs(), '--create-resources'], awsEnv);
+    controller = start(process.execPath, [...cliArgs, ...runArgs(), '--create-resources'], {
+      ...awsEnv,
+      AWS_ENDPOINT_URL: proxy.url,
+    });
     await eventually(
       () => Promise.resolve(controller?.output() ?? ''),
       (out) => out.includes('Managing the cluster'),
@@ -246,6 +256,115 @@ describe('the CLI in real mode', () => {
     );
     expect(await registeredTargets(clusterName)).toEqual(instanceIds());
   }, 90_000);
+
+  /** Applies a Service, waits for its status, and returns its NLB's ARN. */
+  async function applyAndWait(body: object, name: string): Promise<string> {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify(body));
+    const applied = await cli(['apply', '-f', file, '--kubeconfig', kubeconfig]);
+    expect(applied.code, applied.output).toBe(0);
+    await eventually(
+      () => Promise.resolve(hostnameOf(name)),
+      (h) => h !== undefined,
+      `the status of ${name}`,
+    );
+    const found = await tagging.send(
+      new GetResourcesCommand({
+        TagFilters: [
+          { Key: ownershipTags.cluster, Values: [clusterName] },
+          { Key: ownershipTags.service, Values: [`default/${name}`] },
+        ],
+        ResourceTypeFilters: ['elasticloadbalancing:loadbalancer'],
+      }),
+    );
+    return found.ResourceTagMappingList?.[0]?.ResourceARN ?? '';
+  }
+
+  function hostnameOf(name: string): string | undefined {
+    const stored = kube.store.get('services', 'default', name) as
+      { status?: { loadBalancer?: { ingress?: { hostname?: string }[] } } } | undefined;
+    return stored?.status?.loadBalancer?.ingress?.[0]?.hostname;
+  }
+
+  async function deleteAndWait(name: string): Promise<void> {
+    const result = await cli(['delete', `default/${name}`, '--kubeconfig', kubeconfig]);
+    expect(result.code, result.output).toBe(0);
+    await eventually(
+      () => inventory(clusterName),
+      (inv) => !inv.resources.some((r) => r.endsWith(`(default/${name})`)),
+      `cleanup of ${name}`,
+    );
+  }
+
+  it('15 annotation changes 250 ms apart end with the NLB carrying the last value', async () => {
+    const tags = 'service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags';
+    const churn = service('churn');
+    const arn = await applyAndWait(
+      { ...churn, metadata: { ...churn.metadata, annotations: { [tags]: 'churn=0' } } },
+      'churn',
+    );
+    const api = kube.kubeConfig().makeApiClient(CoreV1Api);
+    for (let i = 1; i <= 15; i++) {
+      await api.patchNamespacedService(
+        {
+          name: 'churn',
+          namespace: 'default',
+          body: { metadata: { annotations: { [tags]: `churn=${i}` } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      await sleep(250);
+    }
+    await eventually(
+      async () =>
+        (
+          await elbv2.send(new DescribeTagsCommand({ ResourceArns: [arn] }))
+        ).TagDescriptions?.[0]?.Tags?.find((t) => t.Key === 'churn')?.Value,
+      (value) => value === '15',
+      'the last tag value on the NLB',
+    );
+    await deleteAndWait('churn');
+  }, 120_000);
+
+  it('CreateLoadBalancer answering TooManyLoadBalancers twice, then success, converges with no spec change', async () => {
+    proxy.failNext('CreateLoadBalancer', 'TooManyLoadBalancers', 2);
+    await applyAndWait(service('quota'), 'quota');
+    expect(proxy.refused).toEqual([
+      'CreateLoadBalancer: TooManyLoadBalancers',
+      'CreateLoadBalancer: TooManyLoadBalancers',
+    ]);
+    expect(controller?.output()).toContain('"failureClass":"quota"');
+    await deleteAndWait('quota');
+  }, 120_000);
+
+  it('deleting a Service held by example.com/hold clears its status and releases only our finalizer', async () => {
+    const held = service('held');
+    await applyAndWait(
+      { ...held, metadata: { ...held.metadata, finalizers: ['example.com/hold'] } },
+      'held',
+    );
+    const result = await cli(['delete', 'default/held', '--kubeconfig', kubeconfig]);
+    expect(result.code, result.output).toBe(0);
+    await eventually(
+      () => Promise.resolve(hostnameOf('held')),
+      (h) => h === undefined,
+      'the status of held to be cleared',
+    );
+    const stored = kube.store.get('services', 'default', 'held') as {
+      metadata: { finalizers?: string[]; deletionTimestamp?: string };
+    };
+    expect(stored.metadata.deletionTimestamp).toBeDefined();
+    expect(stored.metadata.finalizers).toEqual(['example.com/hold']);
+    expect((await inventory(clusterName)).resources.filter((r) => r.includes('held'))).toEqual([]);
+    // The other controller lets go.
+    await kube
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .patchNamespacedService(
+        { name: 'held', namespace: 'default', body: { metadata: { finalizers: null } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+  }, 120_000);
 
   it('deletes the NLB, target group and security group with the Service', async () => {
     const result = await cli(['delete', 'default/web', '--kubeconfig', kubeconfig]);
