@@ -20,7 +20,6 @@ const codeClasses: Readonly<Record<string, FailureClass | 'spec'>> = {
   TooManyTargets: 'quota',
   TooManyRegistrationsForTargetId: 'quota',
   TooManyCertificates: 'quota',
-  TooManyTags: 'quota',
   TooManyActions: 'quota',
   TooManyRules: 'quota',
   TooManyUniqueTargetGroupsPerLoadBalancer: 'quota',
@@ -67,6 +66,8 @@ const codeClasses: Readonly<Record<string, FailureClass | 'spec'>> = {
   UnsupportedProtocol: 'spec',
   UnsupportedProtocolException: 'spec',
   InvalidParameterValue: 'spec',
+  // At most 50 tags per resource, not adjustable: the additional-resource-tags annotation.
+  TooManyTags: 'spec',
   // A name collision with a resource we do not own (ours are found before they are created).
   DuplicateTargetGroupName: 'spec',
   DuplicateLoadBalancerName: 'spec',

@@ -6,7 +6,7 @@ import {
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
-import { TerminalError } from '../core/errors';
+import { errorMessage, NotFoundError, TerminalError } from '../core/errors';
 import { stableHash, type JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
 import type { LoadBalancerStatus, Service } from '../core/objects';
@@ -199,9 +199,11 @@ export class NlbProvider implements LoadBalancerProvider {
         tg.targets = wanted;
       }
     } catch (error) {
-      throw Object.assign(translateAwsError(error, 'update targets'), {
-        providerState: toProviderState(nlb),
-      });
+      // A target group deleted behind our back: drift, which only a full Ensure repairs.
+      const translated = isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
+        ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+        : translateAwsError(error, 'update targets');
+      throw Object.assign(translated, { providerState: toProviderState(nlb) });
     }
     return { state: toProviderState(nlb), instances: wanted };
   }

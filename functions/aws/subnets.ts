@@ -1,5 +1,5 @@
 import { DescribeSubnetsCommand, type EC2Client, type Subnet } from '@aws-sdk/client-ec2';
-import { TerminalError } from '../core/errors';
+import { RetryableError, TerminalError } from '../core/errors';
 import { translateAwsError } from './aws-errors';
 import type { ProviderSettings } from './model/desired';
 import { clusterTagKey } from './model/naming';
@@ -44,8 +44,10 @@ export async function resolveSubnets(
     if (current === undefined || preferred(subnet, current, ownTag)) byZone.set(zone, subnet);
   }
   if (byZone.size === 0) {
-    throw new TerminalError(
+    // Fixed by tagging subnets, not by the spec: retried, so the tags are picked up by themselves.
+    throw new RetryableError(
       `no subnets in VPC ${settings.vpcId} are tagged ${roleTag[scheme]} (value "1" or empty) for a ${scheme} load balancer; tag one subnet per Availability Zone or set the annotation service.beta.kubernetes.io/aws-load-balancer-subnets`,
+      { failureClass: 'dependency' },
     );
   }
   return refs([...byZone.values()]);

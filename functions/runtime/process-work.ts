@@ -240,8 +240,14 @@ async function processKey(
       ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
       ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
       logOutcome(ctx, outcome, { ...fields, mode, pass });
+      // A terminal outcome ends the retries too: a count left behind would have the sweep
+      // re-drive the key (and repeat its Warning) for ever.
       failureUpdate =
-        outcome.kind === 'done' ? 'reset' : outcome.kind === 'retry' ? 'increment' : 'keep';
+        outcome.kind === 'done' || outcome.kind === 'terminal'
+          ? 'reset'
+          : outcome.kind === 'retry'
+            ? 'increment'
+            : 'keep';
       finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds);
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
@@ -312,7 +318,12 @@ async function comeBackLater(
   seconds: number,
   ctx: RuntimeContext,
 ): Promise<string | undefined> {
-  if (record.receiveCount >= resendAfterReceives) {
+  // The record is one of the batch's messages for the key, but the pass that must run again may
+  // be of another kind (a service sync run for a host-update record, say): returning the record
+  // as it is would bring back a sync that does less than the one that failed.
+  const received = parseWorkMessage(record.body);
+  const sameKind = received.ok && received.message.kind === message.kind;
+  if (!sameKind || record.receiveCount >= resendAfterReceives) {
     await ctx.queue.send([message], seconds);
     return undefined;
   }

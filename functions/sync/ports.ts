@@ -175,10 +175,11 @@ export interface ServiceRecord {
   /** What the lifecycle feed was last told of this Service's LB (see sync/announce.ts). */
   readonly announced?: Announced | undefined;
   /**
-   * The terminal Warning last emitted, and the checkpoint of the inputs it was about: the same
-   * inputs are not warned about again (S11), a sweep does not re-run them.
+   * The terminal Warning last emitted, and a fingerprint of the spec it was about (the checkpoint's
+   * inputs less the hosts, so a node change does not make it new): the same spec is not warned
+   * about again (S11), and a sweep does not re-run it.
    */
-  readonly warned?: { readonly checkpoint: string; readonly message: string } | undefined;
+  readonly warned?: { readonly spec: string; readonly message: string } | undefined;
   /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
   readonly deleting?: boolean | undefined;
   readonly updatedAt: string;

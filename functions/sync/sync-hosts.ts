@@ -1,6 +1,6 @@
 import { checkpointFor } from '../core/checkpoint';
 import { needsCleanup, wantsLoadBalancer } from '../core/claim';
-import { errorKind, errorMessage, InvariantError } from '../core/errors';
+import { errorKind, errorMessage, InvariantError, NotFoundError } from '../core/errors';
 import { events } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { isBeingDeleted, serviceReference } from '../core/objects';
@@ -46,13 +46,16 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       result = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider);
     } catch (error) {
       if (error instanceof InvariantError) throw error;
-      // S17: a failed update of an LB that no longer exists is not an error. Drift like that is
-      // repaired by a full Ensure, so the record is marked stale and the service sync takes over.
-      const exists = await deps.provider.getLoadBalancer(service, record.provider).then(
-        (found) => found.exists,
-        () => true,
-      );
-      if (!exists) {
+      // S17: a failed update of an LB that no longer exists, or lost a target group, is not an
+      // error. Drift like that is repaired by a full Ensure, so the record is marked stale and
+      // the service sync takes over (it warns when the recreated LB has a new DNS name).
+      const missing =
+        error instanceof NotFoundError ||
+        !(await deps.provider.getLoadBalancer(service, record.provider).then(
+          (found) => found.exists,
+          () => true,
+        ));
+      if (missing) {
         await deps.state.putService({
           ...record,
           checkpoint: undefined,

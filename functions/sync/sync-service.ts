@@ -218,13 +218,11 @@ async function ensureBranch(
   options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
   const hosts = await currentEligibleHosts(deps);
-  const checkpoint = checkpointFor({
-    service,
-    hostsHash: hosts.hash,
-    claim: deps.claim,
-    providerFingerprint: deps.provider.fingerprint,
-  });
-  if (options.ignoreCheckpoint && record?.warned?.checkpoint === checkpoint) {
+  const inputs = { service, claim: deps.claim, providerFingerprint: deps.provider.fingerprint };
+  const checkpoint = checkpointFor({ ...inputs, hostsHash: hosts.hash });
+  // Terminal errors that depend on the nodes (too many targets) are re-driven by host updates.
+  const spec = checkpointFor({ ...inputs, hostsHash: '' });
+  if (options.ignoreCheckpoint && record?.warned?.spec === spec) {
     // A sweep over a spec already reported as wrong: nothing was fixed, so nothing is tried or said.
     return { kind: 'terminal', error: new TerminalError(record.warned.message), repeated: true };
   }
@@ -238,7 +236,7 @@ async function ensureBranch(
     return await ensure(service, key, record, hosts, checkpoint, deps);
   } catch (error) {
     if (errorKind(error) !== 'terminal') throw error;
-    return await reportTerminal(service, key, checkpoint, error as TerminalError, deps);
+    return await reportTerminal(service, key, spec, error as TerminalError, deps);
   }
 }
 
@@ -276,7 +274,14 @@ async function checkDrift(
   hosts: HostSet,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
-  await addFinalizerIfMissing(service, deps);
+  const ref = serviceReference(service);
+  // Drift on the Service's side is repaired, and reported, like drift in AWS.
+  const repairs: string[] = [];
+  const finalizer = finalizerFor(deps.claim);
+  if (!hasFinalizer(service, finalizer)) {
+    await deps.kube.addFinalizer(service, finalizer);
+    repairs.push(`add finalizer ${finalizer}`);
+  }
   let pending: ServiceRecord | undefined;
   let result: EnsureResult;
   try {
@@ -313,12 +318,16 @@ async function checkDrift(
         updatedAt: deps.clock.now().toISOString(),
       });
     }
-    await patchStatusIfChanged(service, result.status, deps);
+    if (!loadBalancerStatusEqual(service.status?.loadBalancer, result.status)) {
+      await patchStatusIfChanged(service, result.status, deps);
+      repairs.push('restore status.loadBalancer');
+    }
+    if (repairs.length > 0) await deps.events.record(ref, events.repaired(repairs));
     return result.requeueAfterSeconds !== undefined
       ? requeueAfter(result.requeueAfterSeconds, 'load balancer is still provisioning')
       : done;
   }
-  await deps.events.record(serviceReference(service), events.repaired(result.changes));
+  await deps.events.record(ref, events.repaired([...repairs, ...result.changes]));
   return await completeEnsure(service, record, pending, result, hosts, record.checkpoint, deps);
 }
 
@@ -408,28 +417,29 @@ async function completeEnsure(
 }
 
 /**
- * S11 for a spec that cannot be served: one Warning per set of inputs (the checkpoint's), kept in
- * state where there is a record, so neither a sweep nor a repeat of the same message says it twice.
+ * S11 for a spec that cannot be served: one Warning per spec (its fingerprint), kept in state
+ * where there is a record, so neither a sweep nor a repeat of the same message says it twice.
  */
 async function reportTerminal(
   service: Service,
   key: ServiceKey,
-  checkpoint: string,
+  spec: string,
   error: TerminalError,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
   // Re-read: the pass may have stored a pending record before AWS refused.
   const current = await deps.state.getService(key);
-  if (current?.warned?.checkpoint === checkpoint)
-    return { kind: 'terminal', error, repeated: true };
+  if (current?.warned?.spec === spec) return { kind: 'terminal', error, repeated: true };
   const message = errorMessage(error);
   await deps.events.record(serviceReference(service), events.syncFailed(message));
   if (current !== undefined) {
-    // The snapshot follows, so the field-change events (S3) for this spec are not repeated either.
+    // The snapshot follows, so the field-change events (S3) for this spec are not repeated
+    // either. The checkpoint goes: a pass that failed does not vouch for the load balancer.
     await deps.state.putService({
       ...current,
       snapshot: serviceSnapshot(service),
-      warned: { checkpoint, message },
+      checkpoint: undefined,
+      warned: { spec, message },
       updatedAt: deps.clock.now().toISOString(),
     });
   }

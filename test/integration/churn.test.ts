@@ -241,6 +241,30 @@ describe('changes arriving during passes (S5 under churn)', () => {
     expect(Number((await world.runtime.store.getItem('svc#default/web'))?.failures ?? 0)).toBe(0);
   });
 
+  it('a failed pass comes back as the sync that failed, even when the batch’s first record was a host update', async () => {
+    await createTaggedService();
+    await setTag('v=1');
+    await world.send({ v: 1, kind: 'hosts', key, reason: 'hosts changed' });
+    await world.send({ v: 1, kind: 'service', key, reason: 'the user edits the Service' });
+    const records: QueueRecord[] = [];
+    while (records.length < 2) records.push(...(await world.receive(1)));
+    records.sort((a, b) => (a.body.includes('"hosts"') ? -1 : b.body.includes('"hosts"') ? 1 : 0));
+    const timeline: Timeline = { entries: [], delays: [] };
+    let failures = 1;
+    const ctx = instrumented(timeline, {
+      provider: {
+        ensureLoadBalancer: (service, hosts, state) => {
+          if (failures-- > 0) return Promise.reject(new RetryableError('Throttling'));
+          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+        },
+      },
+    });
+    await handle(ctx, records);
+    await new Promise((resolve) => setTimeout(resolve, world.config.backoffBaseSeconds * 1000));
+    await drain(ctx);
+    expect((await nlbTags()).v).toBe('1');
+  });
+
   it('an unexpected failure gives the lease back, so the key’s next message runs at once instead of being turned away as busy', async () => {
     await world.api.createNamespacedService({
       namespace: 'default',

@@ -4,7 +4,9 @@
  * fixed, with no spec change. Only a wrong spec is terminal.
  */
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CreateTagsCommand, DeleteTagsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
@@ -75,6 +77,42 @@ describe('failures that someone else must fix are retried, counted by class, and
     expect(await untilAcknowledged()).toBe(3);
     expect(await hostname()).toBeTruthy();
     expect(world.metrics.get('RetryableFailures{class=permission}')).toBe(2);
+  });
+
+  it('subnets not tagged for the load balancer are a dependency failure: tagging them is enough', async () => {
+    const ec2 = world.aws.account.client(EC2Client);
+    const untag = {
+      Resources: [...world.aws.subnetIds],
+      Tags: [{ Key: 'kubernetes.io/role/internal-elb' }],
+    };
+    await ec2.send(new DeleteTagsCommand(untag));
+    await world.send({ v: 1, kind: 'service', key });
+    const { result } = await world.handleOnce();
+    expect(result.batchItemFailures).toHaveLength(1);
+    expect(world.metrics.get('RetryableFailures{class=dependency}')).toBe(1);
+    await ec2.send(
+      new CreateTagsCommand({
+        ...untag,
+        Tags: [{ Key: 'kubernetes.io/role/internal-elb', Value: '1' }],
+      }),
+    );
+    expect(await untilAcknowledged()).toBeGreaterThan(0);
+    expect(await hostname()).toBeTruthy();
+  });
+
+  it('a terminal outcome ends the retries: the failure count goes, so the sweep neither re-drives the key nor repeats its Warning', async () => {
+    // The first pass fails for a moment (the API server), the second finds the spec wrong.
+    await world.api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { spec: { loadBalancerIP: '10.0.0.5' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    world.kube.failNextRequests(1, 503, { method: 'GET', path: /\/services\/web$/ });
+    await world.send({ v: 1, kind: 'service', key });
+    expect(await untilAcknowledged()).toBe(2);
+    expect(world.metrics.get('Syncs{outcome=terminal,kind=service}')).toBe(1);
+    expect(await world.runtime.store.getItem(`svc#${key}`)).toBeUndefined();
+    expect(await runSweep(world.runtime)).toMatchObject({ resyncs: 0, redriven: 0 });
+    expect((await warnings()).filter((m) => m.includes('loadBalancerIP'))).toHaveLength(1);
   });
 
   it('a wrong spec stays terminal: no retry, a Warning, and no failure counted by class', async () => {

@@ -272,6 +272,35 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(events.items.filter((e) => e.reason === 'EnsuringLoadBalancer')).toHaveLength(1);
   });
 
+  it('a host update that finds the NLB and its target groups deleted by hand has the full sync recreate them, with no UpdateLoadBalancerFailed', async () => {
+    await createService();
+    const { state } = await loadBalancer();
+    const { DeleteLoadBalancerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
+    await world.aws.clients.elbv2.send(
+      new DeleteLoadBalancerCommand({ LoadBalancerArn: state.loadBalancerArn }),
+    );
+    for (const tg of Object.values(state.targetGroups ?? {})) {
+      await world.aws.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: tg.arn }));
+    }
+    const [added] = await world.aws.addHosts(1);
+    world.kube.store.create('nodes', '', {
+      metadata: { name: added!.name },
+      spec: { providerID: added!.providerID },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    const after = await loadBalancer();
+    expect(after.lb?.LoadBalancerArn).toBeDefined();
+    expect(after.lb?.LoadBalancerArn).not.toBe(state.loadBalancerArn);
+    expect(after.listeners).toEqual(['TCP:443', 'TCP:80']);
+    expect(Object.values(after.targets).every((ids) => ids.includes(added!.instanceId))).toBe(true);
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    expect(events.items.map((e) => e.reason)).not.toContain('UpdateLoadBalancerFailed');
+    // moto names a recreated NLB's DNS record as it named the first one, so the
+    // RecreatedLoadBalancer Warning (a new DNS name in AWS) is proved by the sync's unit tests.
+  });
+
   it('sweeps a healthy Service quietly: reads only, no Event, no Service or state write', async () => {
     await createService();
     const before = await world.api.listNamespacedEvent({ namespace: 'default' });

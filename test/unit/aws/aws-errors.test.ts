@@ -47,6 +47,7 @@ describe('AWS errors by what fixes them (DESIGN §4)', () => {
     'SSLPolicyNotFound',
     'InvalidParameterValue',
     'DuplicateLoadBalancerName',
+    'TooManyTags',
   ])('%s is a spec error: terminal', (code) => {
     const translated = translateAwsError(awsError(code), 'create load balancer');
     expect(translated).toBeInstanceOf(TerminalError);

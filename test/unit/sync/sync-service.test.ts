@@ -7,6 +7,7 @@ import {
   TerminalError,
 } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
+import { syncNodes } from '../../../functions/sync/sync-nodes';
 import { syncService } from '../../../functions/sync/sync-service';
 import { makeNode, makeService, type ServiceOptions } from '../../support/core-objects';
 import { inMemoryWorld } from '../../support/in-memory';
@@ -199,6 +200,22 @@ describe('syncService: checkpoint', () => {
     ]);
     expect(w.state.records.get(key)?.checkpoint).toBe(checkpoint);
     expect(w.provider.balancers.get('uid-1')?.hosts).toHaveLength(2);
+  });
+
+  it('a drift check repairs a finalizer removed by hand and says so', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    const current = stored(w)!;
+    w.kube.put({ ...current, metadata: { ...current.metadata, finalizers: [] } });
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toEqual({ kind: 'done' });
+    expect(stored(w)?.metadata?.finalizers).toEqual([upstreamFinalizer]);
+    expect(w.events.events).toEqual([
+      expect.objectContaining({
+        reason: 'RepairedLoadBalancer',
+        message: `Repaired load balancer drift: add finalizer ${upstreamFinalizer}`,
+      }),
+    ]);
   });
 
   it('warns RecreatedLoadBalancer with the old and new DNS names when the LB had to be created again', async () => {
@@ -638,6 +655,11 @@ describe('syncService: errors (S11, DESIGN §4)', () => {
     w.events.events.length = 0;
     expect(await syncService(key, w.deps)).toMatchObject({ kind: 'terminal' });
     expect(w.events.reasons()).toEqual(['Normal LoadbalancerIP', 'Warning SyncLoadBalancerFailed']);
+    // A failed pass does not vouch for the load balancer.
+    expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
+    // Nodes come and go between sweeps: the spec is what was warned about, not the host set.
+    w.kube.nodes = [...w.kube.nodes, makeNode('node-c')];
+    await syncNodes(w.deps);
     w.log.clear();
     for (let sweep = 0; sweep < 3; sweep++) {
       expect(await syncService(key, w.deps, { ignoreCheckpoint: true })).toMatchObject({
