@@ -138,6 +138,22 @@ export function controllerPermissions(
       conditions: { StringEquals: ours },
     }),
     new PolicyStatement({
+      // An account that has never had a load balancer gets ELB's service-linked role with its
+      // first CreateLoadBalancer, which needs this grant; for that one service only.
+      sid: 'CreateElbServiceLinkedRole',
+      effect: Effect.ALLOW,
+      actions: ['iam:CreateServiceLinkedRole'],
+      resources: [
+        stack.formatArn({
+          service: 'iam',
+          region: '',
+          resource:
+            'role/aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoadBalancing',
+        }),
+      ],
+      conditions: { StringEquals: { 'iam:AWSServiceName': 'elasticloadbalancing.amazonaws.com' } },
+    }),
+    new PolicyStatement({
       sid: 'RetagOwnedSecurityGroups',
       effect: Effect.ALLOW,
       actions: ['ec2:CreateTags', 'ec2:DeleteTags'],

@@ -318,6 +318,20 @@ describe('CDK app (infra/)', () => {
     }
   });
 
+  it('may create ELB’s service-linked role (a fresh account’s first NLB), for that service only', () => {
+    const { template } = synth();
+    const iam = statementsOf(template, 'FunctionsRole').filter((s) =>
+      actionsOf(s).some((a) => a.startsWith('iam:')),
+    );
+    expect(iam.flatMap(actionsOf)).toEqual(['iam:CreateServiceLinkedRole']);
+    expect(iam[0]?.Condition).toEqual({
+      StringEquals: { 'iam:AWSServiceName': 'elasticloadbalancing.amazonaws.com' },
+    });
+    expect(JSON.stringify(iam[0]?.Resource)).toContain(
+      ':role/aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoadBalancing',
+    );
+  });
+
   it('never allows elasticloadbalancing:*, ec2:* or *, and conditions ELBv2 and EC2 mutations on the ownership tag', () => {
     const { template } = synth();
     const statements = statementsOf(template, 'FunctionsRole');
