@@ -231,6 +231,18 @@ export class ControllerStack extends Stack {
           resources: [settings.kubernetesSecretArn],
         }),
       );
+      if (settings.kubernetesSecretKmsKeyArn !== undefined) {
+        // Only for Secrets Manager's decryption of that secret, not for anything else the key holds.
+        functionsRole.addToPrincipalPolicy(
+          new PolicyStatement({
+            actions: ['kms:Decrypt'],
+            resources: [settings.kubernetesSecretKmsKeyArn],
+            conditions: {
+              StringEquals: { 'kms:ViaService': `secretsmanager.${this.region}.amazonaws.com` },
+            },
+          }),
+        );
+      }
     } else {
       if (
         settings.clusterEndpoint === undefined ||

@@ -71,6 +71,16 @@ export const controllerSettingsSchema = z.object({
       "a Secrets Manager secret's full ARN, with its six-character suffix",
     ),
   ),
+  /**
+   * The customer-managed KMS key that encrypts that secret, if not the AWS managed one: the
+   * functions may decrypt with it through Secrets Manager only.
+   */
+  kubernetesSecretKmsKeyArn: z.optional(
+    matching(
+      /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/.+$/,
+      'a KMS key ARN (arn:aws:kms:…:key/…)',
+    ),
+  ),
   /** How the forwarder gets AWS credentials on EKS. */
   forwarderIdentity: z._default(z.enum(['pod-identity', 'irsa', 'none']), 'pod-identity'),
   oidcProviderArn: z.optional(
@@ -109,6 +119,14 @@ export function settingsFromContext(tryGetContext: (key: string) => unknown): Co
   const result = controllerSettingsSchema.safeParse(raw);
   if (result.success) {
     const { forwarderIdentity, oidcProviderArn, oidcIssuer } = result.data;
+    if (
+      result.data.kubernetesSecretKmsKeyArn !== undefined &&
+      result.data.kubernetesSecretArn === undefined
+    ) {
+      throw new Error(
+        'invalid settings:\n  - kubernetesSecretKmsKeyArn: only with kubernetesSecretArn (the key of that secret)',
+      );
+    }
     if (
       (result.data.clusterEndpoint === undefined) !==
       (result.data.clusterCertificateAuthorityData === undefined)

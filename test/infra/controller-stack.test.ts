@@ -426,6 +426,30 @@ describe('CDK app (infra/)', () => {
     });
   });
 
+  it('a kubeconfig secret under a customer-managed key: kms:Decrypt on that key, through Secrets Manager only', () => {
+    const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
+    const key = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const { template } = synth({ kubernetesSecretArn: secret, kubernetesSecretKmsKeyArn: key });
+    const kms = statementsOf(template, 'FunctionsRole').filter((s) =>
+      actionsOf(s).some((a) => a.startsWith('kms:')),
+    );
+    expect(kms).toHaveLength(1);
+    expect(kms[0]).toMatchObject({ Action: 'kms:Decrypt', Resource: key });
+    expect(JSON.stringify(kms[0]?.Condition)).toMatch(
+      /"StringEquals":\{"kms:ViaService":\{"Fn::Join":\["",\["secretsmanager\.",\{"Ref":"AWS::Region"\},"\.amazonaws\.com"\]\]\}\}/,
+    );
+    // Without a key, no KMS grant at all; a key without a secret is refused at synth.
+    const plain = synth({ kubernetesSecretArn: secret }).template;
+    expect(
+      statementsOf(plain, 'FunctionsRole')
+        .flatMap(actionsOf)
+        .filter((a) => a.startsWith('kms:')),
+    ).toEqual([]);
+    expect(() => synth({ kubernetesSecretKmsKeyArn: key })).toThrow(
+      /kubernetesSecretKmsKeyArn: only with kubernetesSecretArn/,
+    );
+  });
+
   it('IRSA: the forwarder role trusts the cluster OIDC provider for its ServiceAccount only', () => {
     const issuer = 'https://oidc.eks.us-east-1.amazonaws.com/id/ABC';
     const { template } = synth({
