@@ -1,7 +1,7 @@
 import { App, Validations, type Environment } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ControllerStack } from './controller-stack';
-import { settingsFromContext } from './settings';
+import { settingsFromContext, stackNameFor } from './settings';
 
 /**
  * `npx cdk deploy -c clusterName=… -c vpcId=…`: every setting comes from CDK context (see
@@ -15,7 +15,7 @@ export function createApp(
   },
 ): { app: App; stack: ControllerStack } {
   const settings = settingsFromContext((key) => app.node.tryGetContext(key));
-  const stack = new ControllerStack(app, `ServerlessServiceController-${settings.clusterName}`, {
+  const stack = new ControllerStack(app, stackNameFor(settings.clusterName), {
     settings,
     env,
     description: `serverless-service-controller for cluster ${settings.clusterName}`,

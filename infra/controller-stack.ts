@@ -34,7 +34,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
 import { resendAfterReceives } from '../functions/runtime/process-work';
-import type { ControllerConfig } from '../functions/config';
+import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
 import { ControllerMonitoring } from './monitoring';
 import { acknowledgeFunctionRoleWildcards } from './nag-acknowledgements';
@@ -49,7 +49,7 @@ export const forwarderNamespace = 'serverless-service-controller';
 export const forwarderServiceAccount = 'forwarder';
 
 /** How long one sync may run; the key's lease (`leaseSeconds`) outlasts it. */
-const syncTimeout = Duration.seconds(60);
+const syncTimeout = Duration.seconds(syncTimeoutSeconds);
 
 export interface ControllerStackProps extends StackProps {
   readonly settings: ControllerSettings;
@@ -106,46 +106,15 @@ export class ControllerStack extends Stack {
     const functionPlacement = this.functionPlacement(vpc, settings);
     const eventBus = this.lifecycleEventBus(settings);
 
-    const config: ControllerConfig = {
-      clusterName: settings.clusterName,
+    const config = controllerConfigFor(settings, {
       region: this.region,
-      loadBalancerClass: settings.loadBalancerClass,
-      claimClassless: settings.claimClassless,
-      nodePolicy: settings.nodePolicy,
       queueUrl: this.queue.queueUrl,
       tableName: this.table.tableName,
       deadLetterQueueUrl: deadLetters.queueUrl,
-      nodeSyncPeriodSeconds: settings.nodeSyncPeriodSeconds,
-      sweepPeriodSeconds: settings.sweepPeriodSeconds,
-      backoffBaseSeconds: 5,
-      backoffMaxSeconds: 300,
-      leaseSeconds: syncTimeout.toSeconds() * 2,
-      elbv2CallsPerSecond: settings.elbv2CallsPerSecond,
-      orphanGraceSeconds: 900,
-      aws: {
-        vpcId: settings.vpcId,
-        ...(backendGroup ? { backendSecurityGroupId: backendGroup.securityGroupId } : {}),
-        defaultScheme: settings.defaultScheme,
-        defaultSslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06',
-        defaultTags: settings.defaultTags,
-        endpoints: {},
-      },
-      kubernetes:
-        settings.kubernetesSecretArn !== undefined
-          ? { mode: 'secret', secretArn: settings.kubernetesSecretArn }
-          : {
-              mode: 'eks',
-              clusterName: settings.clusterName,
-              ...(settings.clusterEndpoint !== undefined &&
-              settings.clusterCertificateAuthorityData !== undefined
-                ? {
-                    endpoint: settings.clusterEndpoint,
-                    certificateAuthorityData: settings.clusterCertificateAuthorityData,
-                  }
-                : {}),
-            },
-      ...(eventBus !== undefined ? { lifecycleEvents: { busName: eventBus.name } } : {}),
-    };
+      backendSecurityGroupId: backendGroup?.securityGroupId,
+      eventBusName: eventBus?.name,
+      leaseSeconds,
+    });
     const environment = {
       CONTROLLER_CONFIG: this.toJsonString(config),
     };

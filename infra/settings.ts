@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import * as z from 'zod/mini';
 import '../functions/zod-messages';
 import { sharedSettings } from '../functions/config';
+import { environmentSizeProblem } from './controller-config';
 
 const list = (item: z.ZodMiniString) =>
   z._default(
@@ -117,36 +119,53 @@ export function settingsFromContext(tryGetContext: (key: string) => unknown): Co
     raw.forwarderIdentity = 'none';
   }
   const result = controllerSettingsSchema.safeParse(raw);
-  if (result.success) {
-    const { forwarderIdentity, oidcProviderArn, oidcIssuer } = result.data;
-    if (
-      result.data.kubernetesSecretKmsKeyArn !== undefined &&
-      result.data.kubernetesSecretArn === undefined
-    ) {
-      throw new Error(
-        'invalid settings:\n  - kubernetesSecretKmsKeyArn: only with kubernetesSecretArn (the key of that secret)',
-      );
-    }
-    if (
-      (result.data.clusterEndpoint === undefined) !==
-      (result.data.clusterCertificateAuthorityData === undefined)
-    ) {
-      throw new Error(
-        'invalid settings:\n  - clusterEndpoint, clusterCertificateAuthorityData: give both or neither',
-      );
-    }
-    if (
-      forwarderIdentity === 'irsa' &&
-      (oidcProviderArn === undefined || oidcIssuer === undefined)
-    ) {
-      throw new Error(
-        'invalid settings:\n  - oidcProviderArn, oidcIssuer: both required with forwarderIdentity=irsa',
-      );
-    }
-    return result.data;
-  }
-  const problems = result.error.issues.map(
-    (issue) => `  - ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+  const problems = result.success
+    ? combinationProblems(result.data)
+    : result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  if (result.success && problems.length === 0) return result.data;
+  throw new Error(
+    `invalid settings (give them with -c name=value):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
   );
-  throw new Error(`invalid settings (give them with -c name=value):\n${problems.join('\n')}`);
+}
+
+/** What synth would accept but a deploy would refuse, or what cannot work together. */
+function combinationProblems(settings: ControllerSettings): string[] {
+  const problems: string[] = [];
+  if (
+    (settings.clusterEndpoint === undefined) !==
+    (settings.clusterCertificateAuthorityData === undefined)
+  ) {
+    problems.push('clusterEndpoint, clusterCertificateAuthorityData: give both or neither');
+  }
+  if (
+    settings.forwarderIdentity === 'irsa' &&
+    (settings.oidcProviderArn === undefined || settings.oidcIssuer === undefined)
+  ) {
+    problems.push('oidcProviderArn, oidcIssuer: both required with forwarderIdentity=irsa');
+  }
+  if (
+    settings.kubernetesSecretKmsKeyArn !== undefined &&
+    settings.kubernetesSecretArn === undefined
+  ) {
+    problems.push(
+      'kubernetesSecretKmsKeyArn: only with kubernetesSecretArn (the key of that secret)',
+    );
+  }
+  const tooLarge = environmentSizeProblem(settings);
+  if (tooLarge !== undefined)
+    problems.push(`clusterCertificateAuthorityData, defaultTags: ${tooLarge}`);
+  return problems;
+}
+
+/**
+ * The stack's name for a cluster. CloudFormation allows letters, digits and "-" (128 at most);
+ * EKS cluster names may also hold "_" and ".", so such a name is spelled with "-" and made
+ * unique again by a hash of the real one.
+ */
+export function stackNameFor(clusterName: string): string {
+  const prefix = 'ServerlessServiceController-';
+  const spelled = clusterName.replace(/[^A-Za-z0-9-]/g, '-');
+  if (spelled === clusterName && prefix.length + spelled.length <= 128) return prefix + spelled;
+  const hash = createHash('sha256').update(clusterName).digest('hex').slice(0, 8);
+  return `${prefix}${spelled.slice(0, 128 - prefix.length - hash.length - 1)}-${hash}`;
 }

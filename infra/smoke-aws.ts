@@ -7,6 +7,7 @@ import {
   paginateDescribeLoadBalancers,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { stackNameFor } from './settings';
 
 /**
  * `npm run smoke:aws`: the opt-in end-to-end check in a real account and cluster. Deploys the
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
   }
   const cluster = process.env.SMOKE_CLUSTER_NAME ?? '';
   const context = ['-c', `clusterName=${cluster}`, '-c', `vpcId=${process.env.SMOKE_VPC_ID ?? ''}`];
-  const stackName = `ServerlessServiceController-${cluster}`;
+  const stackName = stackNameFor(cluster);
   const service = 'smoke-nlb';
   let deployed = false;
   try {

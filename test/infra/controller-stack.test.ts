@@ -14,7 +14,7 @@ import {
   forwarderNamespace,
   forwarderServiceAccount,
 } from '../../infra/controller-stack';
-import { settingNames, settingsFromContext } from '../../infra/settings';
+import { settingNames, settingsFromContext, stackNameFor } from '../../infra/settings';
 
 const base = {
   clusterName: 'demo',
@@ -608,5 +608,68 @@ describe('CDK app (infra/)', () => {
     it('rejects any other value', () => {
       expect(() => synth({ lifecycleEventBus: 'my-bus' })).toThrow(/lifecycleEventBus/);
     });
+  });
+});
+
+describe('settings that synth would accept but a deploy would refuse', () => {
+  const valid = { clusterName: 'demo', vpcId: 'vpc-0123abcd' };
+  const context = (values: Record<string, unknown>) => (key: string) => values[key];
+
+  it('gives an EKS cluster name with "_" or "." a stack name CloudFormation accepts, unique per cluster', () => {
+    expect(stackNameFor('demo')).toBe('ServerlessServiceController-demo');
+    const underscored = stackNameFor('team_a.prod');
+    expect(underscored).toMatch(/^ServerlessServiceController-team-a-prod-[0-9a-f]{8}$/);
+    expect(underscored).not.toBe(stackNameFor('team-a-prod'));
+    expect(underscored).not.toBe(stackNameFor('team.a_prod'));
+    const longest = stackNameFor(`a${'_'.repeat(99)}`);
+    expect(longest.length).toBeLessThanOrEqual(128);
+    expect(longest).toMatch(/^[A-Za-z][A-Za-z0-9-]*$/);
+    expect(synth({ clusterName: 'team_a' }).stack.stackName).toBe(stackNameFor('team_a'));
+  });
+
+  it('refuses a configuration that cannot fit Lambda’s 4 KB environment, saying what to shorten', () => {
+    const caData = Buffer.from('-'.repeat(1500)).toString('base64');
+    const endpoint = 'https://ABCDEF0123456789.gr7.us-east-1.eks.amazonaws.com';
+    expect(() =>
+      settingsFromContext(
+        context({ ...valid, clusterEndpoint: endpoint, clusterCertificateAuthorityData: caData }),
+      ),
+    ).not.toThrow();
+    const tags = Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [`team.example.com/tag-${i}`, 'x'.repeat(20)]),
+    );
+    expect(() =>
+      settingsFromContext(
+        context({
+          ...valid,
+          clusterEndpoint: endpoint,
+          clusterCertificateAuthorityData: caData,
+          defaultTags: tags,
+        }),
+      ),
+    ).toThrow(
+      /may reach \d+ bytes, over Lambda's 4096-byte environment limit.*shorten defaultTags/,
+    );
+  });
+
+  it('names every problem at once, the combinations included', () => {
+    let message = '';
+    try {
+      settingsFromContext(
+        context({
+          ...valid,
+          clusterEndpoint: 'https://example.com',
+          forwarderIdentity: 'irsa',
+          kubernetesSecretKmsKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/abc',
+        }),
+      );
+    } catch (error) {
+      message = String(error);
+    }
+    expect(message).toContain(
+      'clusterEndpoint, clusterCertificateAuthorityData: give both or neither',
+    );
+    expect(message).toContain('oidcProviderArn, oidcIssuer: both required');
+    expect(message).toContain('kubernetesSecretKmsKeyArn: only with kubernetesSecretArn');
   });
 });
