@@ -158,7 +158,7 @@ export class ControllerMonitoring extends Construct {
         title: 'AWS calls by operation',
         left: [
           search(
-            `SEARCH('{${metricsNamespace},operation,service} MetricName="AwsCalls"', 'Sum', 60)`,
+            `SEARCH('{${metricsNamespace},awsService,operation,service} MetricName="AwsCalls"', 'Sum', 60)`,
             'calls',
           ),
         ],

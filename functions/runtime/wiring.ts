@@ -154,22 +154,26 @@ export function createRuntime(
 }
 
 /** AWS calls by service and operation: what users pay for in throttling (DESIGN §5). */
-function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
+export function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
   const stack = client.middlewareStack as unknown as MiddlewareStack<object, MetadataBearer>;
   stack.add(
     (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
       (args: InitializeHandlerArguments<object>) => {
         const service = (context.clientName ?? '').replace(/Client$/, '');
         const operation = (context.commandName ?? '').replace(/Command$/, '');
-        metrics.count('AwsCalls', 1, { service, operation });
+        // Not `service`: that is Powertools' default dimension, and overriding it logs two
+        // plain-text warnings per call.
+        metrics.count('AwsCalls', 1, { awsService: service, operation });
         return next(args);
       },
     { step: 'initialize', name: 'countAwsCalls' },
   );
 }
 
-function powertoolsLog(): RuntimeLog {
-  const logger = new Logger({ serviceName: 'serverless-service-controller' });
+/** One JSON logger for the functions' own lines and for what Powertools Metrics has to say. */
+const logger = new Logger({ serviceName: 'serverless-service-controller' });
+
+export function powertoolsLog(): RuntimeLog {
   return {
     info: (message, fields) => logger.info(message, fields ?? {}),
     warn: (message, fields) => logger.warn(message, fields ?? {}),
@@ -181,9 +185,15 @@ function powertoolsLog(): RuntimeLog {
 export const metricsPublisher = new Metrics({
   namespace: 'ServerlessServiceController',
   serviceName: 'controller',
+  logger,
 });
 
-function powertoolsMetrics(): RuntimeMetrics {
+/** After each invocation: publishes what was counted; an invocation that counted nothing is quiet. */
+export function flushMetrics(): void {
+  if (metricsPublisher.hasStoredMetrics()) metricsPublisher.publishStoredMetrics();
+}
+
+export function powertoolsMetrics(): RuntimeMetrics {
   return {
     count: (name, value = 1, dimensions) => {
       if (dimensions === undefined) {

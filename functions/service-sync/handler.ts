@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processWorkBatch } from '../runtime/process-work';
 import { runtimeFromEnvironment } from '../runtime/runtime-instance';
-import { metricsPublisher } from '../runtime/wiring';
+import { flushMetrics } from '../runtime/wiring';
 
 /** The work queue's consumer: partial batch responses, never a thrown batch (DESIGN §3). */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
@@ -16,6 +16,6 @@ export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
       runtimeFromEnvironment(),
     );
   } finally {
-    metricsPublisher.publishStoredMetrics();
+    flushMetrics();
   }
 }

@@ -1,12 +1,12 @@
 import { runtimeFromEnvironment } from '../runtime/runtime-instance';
 import { runSweep, type SweepReport } from '../runtime/sweep';
-import { metricsPublisher } from '../runtime/wiring';
+import { flushMetrics } from '../runtime/wiring';
 
 /** The periodic sweep: drift repair, re-drive, orphan cleanup (see runtime/sweep.ts). */
 export async function handler(): Promise<SweepReport> {
   try {
     return await runSweep(runtimeFromEnvironment());
   } finally {
-    metricsPublisher.publishStoredMetrics();
+    flushMetrics();
   }
 }

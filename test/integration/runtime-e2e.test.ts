@@ -207,10 +207,10 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   it('counts AWS calls by operation in the metrics', async () => {
     await createService();
     expect(
-      world.metrics.get('AwsCalls{service=ElasticLoadBalancingV2,operation=CreateLoadBalancer}'),
+      world.metrics.get('AwsCalls{awsService=ElasticLoadBalancingV2,operation=CreateLoadBalancer}'),
     ).toBe(1);
     expect(
-      world.metrics.get('AwsCalls{service=ElasticLoadBalancingV2,operation=CreateListener}'),
+      world.metrics.get('AwsCalls{awsService=ElasticLoadBalancingV2,operation=CreateListener}'),
     ).toBe(2);
   });
 
