@@ -24,6 +24,7 @@ import {
   ModifyTargetGroupAttributesCommand,
   ModifyTargetGroupCommand,
   RegisterTargetsCommand,
+  RemoveListenerCertificatesCommand,
   RemoveTagsCommand,
   SetSecurityGroupsCommand,
   SetSubnetsCommand,
@@ -270,7 +271,22 @@ class PlanRun {
             ...this.listenerFields(step.listener),
           }),
         );
-        await this.addExtraCertificates(step.arn, step.listener);
+        return;
+      case 'addListenerCertificates':
+        await this.elbv2.send(
+          new AddListenerCertificatesCommand({
+            ListenerArn: step.arn,
+            Certificates: step.certificateArns.map((CertificateArn) => ({ CertificateArn })),
+          }),
+        );
+        return;
+      case 'removeListenerCertificates':
+        await this.elbv2.send(
+          new RemoveListenerCertificatesCommand({
+            ListenerArn: step.arn,
+            Certificates: step.certificateArns.map((CertificateArn) => ({ CertificateArn })),
+          }),
+        );
         return;
       case 'deleteListener':
         await this.elbv2.send(new DeleteListenerCommand({ ListenerArn: step.arn }));
@@ -528,6 +544,9 @@ function describeStep(step: Step): string {
   switch (step.kind) {
     case 'deleteListener':
       return `delete listener on port ${step.port}`;
+    case 'addListenerCertificates':
+    case 'removeListenerCertificates':
+      return `${step.kind === 'addListenerCertificates' ? 'add' : 'remove'} ${step.certificateArns.length} certificates on port ${step.port}`;
     case 'modifyListener':
       return `modify listener ${step.listener.protocol}:${step.listener.port}`;
     case 'deleteTargetGroup':

@@ -4,6 +4,7 @@ import {
   type SecurityGroup,
 } from '@aws-sdk/client-ec2';
 import {
+  DescribeListenerCertificatesCommand,
   DescribeListenersCommand,
   DescribeLoadBalancerAttributesCommand,
   DescribeLoadBalancersCommand,
@@ -120,14 +121,24 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
     const found = await call('describe listeners', () =>
       elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
     );
-    listeners = (found.Listeners ?? []).map((l) => ({
-      arn: l.ListenerArn ?? '',
-      port: l.Port ?? 0,
-      protocol: (l.Protocol ?? 'TCP') as ListenerProtocol,
-      targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
-      certificateArns: (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
-      sslPolicy: l.SslPolicy,
-    }));
+    listeners = [];
+    for (const l of found.Listeners ?? []) {
+      const listenerArn = l.ListenerArn ?? '';
+      const protocol = (l.Protocol ?? 'TCP') as ListenerProtocol;
+      listeners.push({
+        arn: listenerArn,
+        port: l.Port ?? 0,
+        protocol,
+        targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
+        // DescribeListeners names the default certificate only; the others (SNI) need their
+        // own call, one per TLS listener.
+        certificateArns:
+          protocol === 'TLS'
+            ? await listenerCertificates(request, listenerArn)
+            : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
+        sslPolicy: l.SslPolicy,
+      });
+    }
     observedLb = {
       arn,
       name: lb.LoadBalancerName ?? '',
@@ -161,6 +172,28 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
     observedLb?.securityGroupIds.find((id) => id !== request.backendSecurityGroupId);
   const securityGroup = sgId === undefined ? undefined : await describeSecurityGroup(request, sgId);
   return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
+}
+
+/** A TLS listener's certificates: the default first, then the others, sorted. */
+async function listenerCertificates(request: ObserveRequest, arn: string): Promise<string[]> {
+  let defaultArn: string | undefined;
+  const others: string[] = [];
+  let marker: string | undefined;
+  do {
+    const page = await call('describe listener certificates', () =>
+      request.clients.elbv2.send(
+        new DescribeListenerCertificatesCommand({ ListenerArn: arn, Marker: marker }),
+      ),
+    );
+    for (const certificate of page.Certificates ?? []) {
+      if (certificate.IsDefault === true) defaultArn = certificate.CertificateArn;
+      else if (certificate.CertificateArn) others.push(certificate.CertificateArn);
+    }
+    marker = page.NextMarker || undefined;
+  } while (marker !== undefined);
+  // AWS may list the default a second time, as one of the others: it counts once.
+  const rest = others.filter((arn) => arn !== defaultArn).sort();
+  return [...(defaultArn !== undefined ? [defaultArn] : []), ...new Set(rest)];
 }
 
 async function call<T>(action: string, send: () => Promise<T>): Promise<T> {

@@ -2,6 +2,7 @@ import { DescribeSecurityGroupsCommand } from '@aws-sdk/client-ec2';
 import {
   CreateLoadBalancerCommand,
   CreateTargetGroupCommand,
+  DescribeListenerCertificatesCommand,
   DescribeListenersCommand,
   DescribeLoadBalancersCommand,
   DescribeTagsCommand,
@@ -272,6 +273,49 @@ describe('NlbProvider against moto', () => {
     expect(tls?.Certificates?.[0]?.CertificateArn).toBe(cert);
     expect(tls?.SslPolicy).toBe('ELBSecurityPolicy-TLS13-1-2-2021-06');
     expect(world.groups.map((g) => g.Protocol)).toEqual(['TCP', 'TCP']);
+    expectedLeft = everything;
+  });
+
+  it('keeps several TLS certificates in step: a resync makes no change, a certificate taken out is removed', async () => {
+    const acm = cluster.account.client(ACMClient);
+    const request = async (domain: string) =>
+      (await acm.send(new RequestCertificateCommand({ DomainName: domain }))).CertificateArn ?? '';
+    const [first, second] = [await request('a.example.com'), await request('b.example.com')];
+    const tls = (certs: string[]) =>
+      service({
+        annotations: {
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': certs.join(','),
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-ports': 'https',
+        },
+      });
+    const created = await ensure(tls([first, second]));
+    const listenerArn = async (state: ProviderState) =>
+      (await describeAll(state)).listeners.find((l) => l.Port === 443)?.ListenerArn ?? '';
+    const certificates = async (state: ProviderState) =>
+      (
+        await cluster.clients.elbv2.send(
+          new DescribeListenerCertificatesCommand({ ListenerArn: await listenerArn(state) }),
+        )
+      ).Certificates?.map(
+        (c) =>
+          `${c.CertificateArn === first ? 'first' : 'second'}${c.IsDefault ? ' (default)' : ''}`,
+      );
+    expect(await certificates(created.state)).toEqual(['first (default)', 'second']);
+
+    cluster.recorder.reset();
+    const again = await ensure(tls([first, second]), created.state);
+    const mutations = Object.keys(cluster.recorder.byOperation()).filter(
+      (op) => !/\.(Describe|Get)/.test(op),
+    );
+    expect(mutations).toEqual([]);
+    expect(cluster.recorder.count('DescribeListenerCertificates')).toBe(1);
+
+    cluster.recorder.reset();
+    const fewer = await ensure(tls([first]), again.state);
+    expect(
+      Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op)),
+    ).toEqual(['ElasticLoadBalancingV2.RemoveListenerCertificates']);
+    expect(await certificates(fewer.state)).toEqual(['first (default)']);
     expectedLeft = everything;
   });
 

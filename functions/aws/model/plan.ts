@@ -48,6 +48,13 @@ export type Step =
   | { readonly kind: 'createListener'; readonly listener: DesiredListener }
   | { readonly kind: 'modifyListener'; readonly arn: string; readonly listener: DesiredListener }
   | { readonly kind: 'deleteListener'; readonly arn: string; readonly port: number }
+  /** Certificates besides the default (SNI), added to or removed from an existing listener. */
+  | {
+      readonly kind: 'addListenerCertificates' | 'removeListenerCertificates';
+      readonly arn: string;
+      readonly port: number;
+      readonly certificateArns: readonly string[];
+    }
   | { readonly kind: 'deleteTargetGroup'; readonly arn: string; readonly name: string }
   | {
       readonly kind: 'tagResource';
@@ -188,13 +195,30 @@ export function planChanges(
       continue;
     }
     const target = desiredTargetGroupArn(listener.targetGroupKey);
+    // The first certificate is the default, set with the listener; the others are a set of
+    // their own, changed one by one.
+    const [wantedDefault, ...wantedOthers] = listener.certificateArns;
+    const [foundDefault, ...foundOthers] = found.certificateArns;
     const same =
       found.protocol === listener.protocol &&
       target !== undefined &&
       found.targetGroupArn === target &&
-      [...found.certificateArns].sort().join() === [...listener.certificateArns].sort().join() &&
+      foundDefault === wantedDefault &&
       (listener.protocol !== 'TLS' || found.sslPolicy === listener.sslPolicy);
     if (!same) listeners.push({ kind: 'modifyListener', arn: found.arn, listener });
+    const add = wantedOthers.filter((c) => !foundOthers.includes(c));
+    const remove = foundOthers.filter((c) => !wantedOthers.includes(c) && c !== wantedDefault);
+    const certificates = { arn: found.arn, port: listener.port };
+    if (add.length > 0) {
+      listeners.push({ kind: 'addListenerCertificates', ...certificates, certificateArns: add });
+    }
+    if (remove.length > 0) {
+      listeners.push({
+        kind: 'removeListenerCertificates',
+        ...certificates,
+        certificateArns: remove,
+      });
+    }
   }
   for (const found of existingListeners) {
     if (!desired.listeners.some((l) => l.port === found.port)) {

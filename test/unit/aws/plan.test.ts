@@ -145,6 +145,57 @@ describe('planChanges', () => {
     ]);
   });
 
+  describe('TLS listener certificates: the default with the listener, the others one by one', () => {
+    const certs = ['a', 'b', 'c'].map(
+      (id) => `arn:aws:acm:us-east-1:123456789012:certificate/${id}`,
+    );
+    const [a, b, c] = certs as [string, string, string];
+    const tls = (list: readonly string[]) =>
+      desiredFor({
+        annotations: {
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': list.join(','),
+          'service.beta.kubernetes.io/aws-load-balancer-ssl-ports': '443',
+        },
+      });
+
+    it('plans nothing when the listener holds the same certificates (a resync with two makes no call)', () => {
+      expect(planChanges(tls([a, b]), observedFrom(tls([a, b]))).steps).toEqual([]);
+      // The same set, listed in another order after the default.
+      expect(planChanges(tls([a, c, b]), observedFrom(tls([a, b, c]))).steps).toEqual([]);
+    });
+
+    it('removes a certificate taken out of the annotation, and changes nothing else', () => {
+      expect(planChanges(tls([a]), observedFrom(tls([a, b]))).steps).toEqual([
+        {
+          kind: 'removeListenerCertificates',
+          arn: 'arn:listener/443',
+          port: 443,
+          certificateArns: [b],
+        },
+      ]);
+    });
+
+    it('adds a certificate put into the annotation, without modifying the listener', () => {
+      expect(planChanges(tls([a, b, c]), observedFrom(tls([a, b]))).steps).toEqual([
+        {
+          kind: 'addListenerCertificates',
+          arn: 'arn:listener/443',
+          port: 443,
+          certificateArns: [c],
+        },
+      ]);
+    });
+
+    it('a new default modifies the listener; the old default stays only if still listed', () => {
+      const steps = planChanges(tls([b, a]), observedFrom(tls([a, b]))).steps;
+      expect(kinds(steps)).toEqual(['modifyListener', 'addListenerCertificates']);
+      expect(steps[1]).toMatchObject({ certificateArns: [a] });
+      const dropped = planChanges(tls([c]), observedFrom(tls([a, b]))).steps;
+      expect(kinds(dropped)).toEqual(['modifyListener', 'removeListenerCertificates']);
+      expect(dropped[1]).toMatchObject({ certificateArns: [b] });
+    });
+  });
+
   it('deletes a removed port’s listener before its target group, and revokes its rules last', () => {
     const before = desiredFor();
     const after = desiredFor({
