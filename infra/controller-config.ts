@@ -86,9 +86,7 @@ export function longestConfigBytes(settings: ControllerSettings): number {
     queueUrl: long,
     deadLetterQueueUrl: long,
     tableName: long,
-    ...(settings.nodeSecurityGroupIds.length > 0
-      ? { backendSecurityGroupId: 'sg-0123456789abcdef0' }
-      : {}),
+    backendSecurityGroupId: 'sg-0123456789abcdef0',
     ...(settings.lifecycleEventBus !== 'off' ? { eventBusName: long } : {}),
     leaseSeconds,
   });

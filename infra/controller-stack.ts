@@ -31,13 +31,21 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import {
+  AwsCustomResource,
+  AwsCustomResourcePolicy,
+  PhysicalResourceId,
+} from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
 import { resendAfterReceives } from '../functions/runtime/process-work';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
 import { ControllerMonitoring } from './monitoring';
-import { acknowledgeFunctionRoleWildcards } from './nag-acknowledgements';
+import {
+  acknowledgeFunctionRoleWildcards,
+  acknowledgeLookupFunction,
+} from './nag-acknowledgements';
 import type { ControllerSettings } from './settings';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -386,13 +394,21 @@ export class ControllerStack extends Stack {
     vpc: IVpc,
     settings: ControllerSettings,
   ): ISecurityGroup | undefined {
-    if (settings.nodeSecurityGroupIds.length === 0) return undefined;
+    // Without a rule on the nodes every target times out. On EKS the nodes carry the cluster
+    // security group, read at deploy time; elsewhere the settings must name the groups.
+    const nodeGroupIds =
+      settings.nodeSecurityGroupIds.length > 0
+        ? settings.nodeSecurityGroupIds
+        : settings.kubernetesSecretArn === undefined
+          ? [this.eksClusterSecurityGroupId(settings.clusterName)]
+          : [];
+    if (nodeGroupIds.length === 0) return undefined;
     const group = this.closedSecurityGroup(
       'BackendSecurityGroup',
       vpc,
       `NLBs of serverless-service-controller for ${settings.clusterName}`,
     );
-    settings.nodeSecurityGroupIds.forEach((nodeGroupId, index) => {
+    nodeGroupIds.forEach((nodeGroupId, index) => {
       new CfnSecurityGroupEgress(this, `NlbToNodes${index}`, {
         groupId: group.securityGroupId,
         ipProtocol: '-1',
@@ -419,6 +435,31 @@ export class ControllerStack extends Stack {
       });
     });
     return group;
+  }
+
+  /** The EKS cluster security group, which every managed node carries, from eks:DescribeCluster at deploy. */
+  private eksClusterSecurityGroupId(clusterName: string): string {
+    const path = 'cluster.resourcesVpcConfig.clusterSecurityGroupId';
+    const lookup = new AwsCustomResource(this, 'ClusterSecurityGroupLookup', {
+      onUpdate: {
+        service: 'EKS',
+        action: 'DescribeCluster',
+        parameters: { name: clusterName },
+        physicalResourceId: PhysicalResourceId.of(`${clusterName}-cluster-security-group`),
+        outputPaths: [path],
+      },
+      policy: AwsCustomResourcePolicy.fromSdkCalls({
+        resources: [
+          this.formatArn({ service: 'eks', resource: 'cluster', resourceName: clusterName }),
+        ],
+      }),
+      installLatestAwsSdk: false,
+    });
+    const provider = this.node.tryFindChild(
+      `AWS${AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`,
+    );
+    if (provider !== undefined) acknowledgeLookupFunction(provider);
+    return lookup.getResponseField(path);
   }
 
   /** A security group with no outbound rule until one is added: egress is granted, not assumed. */

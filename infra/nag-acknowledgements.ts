@@ -49,3 +49,15 @@ export function acknowledgeFunctionRoleWildcards(functionsRole: IConstruct): voi
     },
   );
 }
+
+/**
+ * CDK's own function behind AwsCustomResource, which reads the cluster security group once per
+ * deploy (eks:DescribeCluster on this cluster only): its findings are CDK's choices, accepted here.
+ */
+export function acknowledgeLookupFunction(provider: IConstruct): void {
+  Validations.of(provider).acknowledge({
+    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+    reason:
+      'The role CDK gives its AwsCustomResource function: logs only; the one call it makes is eks:DescribeCluster on this cluster, granted separately.',
+  });
+}

@@ -151,6 +151,11 @@ function combinationProblems(settings: ControllerSettings): string[] {
       'kubernetesSecretKmsKeyArn: only with kubernetesSecretArn (the key of that secret)',
     );
   }
+  if (settings.kubernetesSecretArn !== undefined && settings.nodeSecurityGroupIds.length === 0) {
+    problems.push(
+      "nodeSecurityGroupIds: required outside EKS (with kubernetesSecretArn): the NLBs reach the nodes' NodePorts and health port only through a rule on the nodes' security groups, and every target times out without one",
+    );
+  }
   const tooLarge = environmentSizeProblem(settings);
   if (tooLarge !== undefined)
     problems.push(`clusterCertificateAuthorityData, defaultTags: ${tooLarge}`);

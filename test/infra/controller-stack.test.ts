@@ -412,6 +412,38 @@ describe('CDK app (infra/)', () => {
     expect(actions).toContain('ec2:CreateNetworkInterface');
   });
 
+  it('on EKS without nodeSecurityGroupIds, allows the NLBs on the cluster security group, read with eks:DescribeCluster at deploy, and passes cdk-nag', () => {
+    const { app, template } = synth({ nodeSecurityGroupIds: '' });
+    const lookups = template.findResources('Custom::AWS');
+    expect(Object.keys(lookups)).toHaveLength(1);
+    const [lookupId, lookup] = Object.entries(lookups)[0]!;
+    const create = JSON.stringify(
+      (lookup as { Properties: { Create: unknown } }).Properties.Create,
+    );
+    expect(create).toContain('DescribeCluster');
+    expect(create).toContain('demo');
+    const rules = Object.values(template.findResources('AWS::EC2::SecurityGroupIngress')).map(
+      (r) => (r as { Properties: { GroupId: unknown; FromPort: number } }).Properties,
+    );
+    expect(rules.map((r) => r.FromPort).sort()).toEqual([10256, 30000, 30000]);
+    for (const rule of rules) {
+      expect(rule.GroupId).toEqual({
+        'Fn::GetAtt': [lookupId, 'cluster.resourcesVpcConfig.clusterSecurityGroupId'],
+      });
+    }
+    // The lookup may describe this cluster only.
+    const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    expect(policies).toMatch(/eks:DescribeCluster/);
+    expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
+  });
+
+  it('outside EKS, refuses to synthesise without nodeSecurityGroupIds, saying why', () => {
+    const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
+    expect(() => synth({ kubernetesSecretArn: secret, nodeSecurityGroupIds: '' })).toThrow(
+      /nodeSecurityGroupIds: required outside EKS.*every target times out without one/,
+    );
+  });
+
   it('self-managed clusters: a kubeconfig secret instead of an access entry, and a send-only policy for the forwarder', () => {
     const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
     const { template } = synth({ kubernetesSecretArn: secret });
