@@ -51,11 +51,17 @@ export class ControllerMonitoring extends Construct {
     const search = (expression: string, label: string) =>
       new MathExpression({ expression, label, period, usingMetrics: {} });
 
-    const alarm = (name: string, metric: IMetric, threshold: number, description: string) => {
+    const alarm = (
+      name: string,
+      metric: IMetric,
+      threshold: number,
+      description: string,
+      evaluationPeriods = 1,
+    ) => {
       const created = new Alarm(this, name, {
         metric,
         threshold,
-        evaluationPeriods: 1,
+        evaluationPeriods,
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
         alarmDescription: `${description} See docs/operations.md#${name.toLowerCase()}.`,
@@ -94,6 +100,62 @@ export class ControllerMonitoring extends Construct {
       total('function throttles', (fn) => fn.metricThrottles({ period, statistic: 'Sum' })),
       0,
       'Lambda throttled a controller function (account concurrency).',
+    );
+    // Failures that retrying alone never fixes: someone must raise a quota or fix a policy.
+    const fiveMinutes = Duration.minutes(5);
+    const failuresOf = (failureClass: string) =>
+      new Metric({
+        namespace: metricsNamespace,
+        metricName: 'RetryableFailures',
+        dimensionsMap: { ...serviceDimension, class: failureClass },
+        statistic: 'Sum',
+        period: fiveMinutes,
+      });
+    alarm(
+      'PermissionFailures',
+      failuresOf('permission'),
+      0,
+      'AWS or Kubernetes refused the controller (AccessDenied, UnauthorizedOperation, 401, 403): Services wait until the policy or RBAC is fixed.',
+    );
+    alarm(
+      'QuotaFailures',
+      failuresOf('quota'),
+      0,
+      'An AWS quota is exhausted (TooManyLoadBalancers, TooManyTargets, SecurityGroupLimitExceeded, ...): Services wait until it is raised.',
+    );
+    alarm(
+      'CapacityFailures',
+      failuresOf('capacity'),
+      0,
+      'AWS lacks capacity or free addresses in a subnet for a load balancer.',
+    );
+    alarm(
+      'DependencyFailures',
+      failuresOf('dependency'),
+      0,
+      'Something a load balancer needs has been missing for 15 minutes (a certificate, a tagged subnet, a security group).',
+      3,
+    );
+    const countOf = (metricName: string) =>
+      new Metric({
+        namespace: metricsNamespace,
+        metricName,
+        dimensionsMap: serviceDimension,
+        statistic: 'Sum',
+        period: fiveMinutes,
+      });
+    alarm(
+      'UnexpectedFailures',
+      countOf('UnexpectedFailures'),
+      0,
+      'A sync hit a bug or the state table failed.',
+    );
+    alarm(
+      'NodeSyncFailures',
+      countOf('NodeSyncFailures'),
+      0,
+      'Node sync has failed for 15 minutes: node changes do not reach the load balancers.',
+      3,
     );
     if (props.alarmTopicArn !== undefined) {
       const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);

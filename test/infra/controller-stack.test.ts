@@ -6,7 +6,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../infra/app';
 import { configureKustomization } from '../../infra/configure-k8s';
 import {
@@ -15,6 +15,7 @@ import {
   forwarderServiceAccount,
 } from '../../infra/controller-stack';
 import { settingNames, settingsFromContext, stackNameFor } from '../../infra/settings';
+import { flushMetrics, powertoolsMetrics } from '../../functions/runtime/wiring';
 
 const base = {
   clusterName: 'demo',
@@ -330,6 +331,98 @@ describe('CDK app (infra/)', () => {
     expect(JSON.stringify(iam[0]?.Resource)).toContain(
       ':role/aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoadBalancing',
     );
+  });
+
+  it('alarms on failures someone must fix, each on a metric the functions emit with exactly its dimensions', () => {
+    const { template } = synth();
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (a) =>
+        (
+          a as {
+            Properties: {
+              MetricName?: string;
+              Namespace?: string;
+              Dimensions?: { Name: string; Value: string }[];
+              EvaluationPeriods: number;
+            };
+          }
+        ).Properties,
+    );
+    const ours = alarms.filter((a) => a.Namespace === 'ServerlessServiceController');
+    expect(
+      ours
+        .map(
+          (a) =>
+            `${a.MetricName}${JSON.stringify(a.Dimensions?.find((d) => d.Name === 'class')?.Value ?? '')}`,
+        )
+        .sort(),
+    ).toEqual([
+      'NodeSyncFailures""',
+      'RetryableFailures"capacity"',
+      'RetryableFailures"dependency"',
+      'RetryableFailures"permission"',
+      'RetryableFailures"quota"',
+      'UnexpectedFailures""',
+    ]);
+    // The functions count each metric with those dimension keys (read from their source; which
+    // failure counts what is proved in test/integration/failure-classes.test.ts and churn.test.ts).
+    const source = ['functions/runtime/process-work.ts', 'functions/runtime/node-sync.ts']
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
+    for (const alarm of ours) {
+      const keys = (alarm.Dimensions ?? []).map((d) => d.Name).filter((n) => n !== 'service');
+      const call = new RegExp(
+        `count\\('${alarm.MetricName}'${keys.length > 0 ? `, 1, \\{ ${keys.join(': [^,}]+, ')}:` : '\\)'}`,
+      );
+      expect(source, `${alarm.MetricName} ${keys.join()}`).toMatch(call);
+    }
+    // What the functions print for each (Powertools EMF through the runtime's own metrics port).
+    const printed: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    try {
+      for (const alarm of ours) {
+        printed.length = 0;
+        const extra = Object.fromEntries(
+          (alarm.Dimensions ?? [])
+            .filter((d) => d.Name !== 'service')
+            .map((d) => [d.Name, d.Value]),
+        );
+        powertoolsMetrics().count(
+          alarm.MetricName ?? '',
+          1,
+          Object.keys(extra).length > 0 ? extra : undefined,
+        );
+        flushMetrics();
+        const emf = printed.map(
+          (line) =>
+            JSON.parse(line) as Record<string, unknown> & {
+              _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] };
+            },
+        );
+        const metric = emf.find((e) => alarm.MetricName !== undefined && alarm.MetricName in e);
+        expect(metric, alarm.MetricName).toBeDefined();
+        expect(metric?._aws.CloudWatchMetrics[0]?.Namespace).toBe(alarm.Namespace);
+        expect([...(metric?._aws.CloudWatchMetrics[0]?.Dimensions[0] ?? [])].sort()).toEqual(
+          (alarm.Dimensions ?? []).map((d) => d.Name).sort(),
+        );
+        for (const d of alarm.Dimensions ?? []) expect(metric?.[d.Name], d.Name).toBe(d.Value);
+      }
+    } finally {
+      write.mockRestore();
+    }
+    // Sustained only where short spells are normal.
+    const periods = (name: string, cls = '') =>
+      ours.find(
+        (a) =>
+          a.MetricName === name &&
+          (a.Dimensions?.find((d) => d.Name === 'class')?.Value ?? '') === cls,
+      )?.EvaluationPeriods;
+    expect(periods('RetryableFailures', 'permission')).toBe(1);
+    expect(periods('RetryableFailures', 'dependency')).toBe(3);
+    expect(periods('NodeSyncFailures')).toBe(3);
   });
 
   it('never allows elasticloadbalancing:*, ec2:* or *, and conditions ELBv2 and EC2 mutations on the ownership tag', () => {
