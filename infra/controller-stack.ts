@@ -281,6 +281,7 @@ export class ControllerStack extends Stack {
       queue: this.queue,
       deadLetterQueue: deadLetters,
       functions: { serviceSync, nodeSync, sweep },
+      sweepPeriodMinutes: Math.ceil(settings.sweepPeriodSeconds / 60),
       ...(settings.alarmTopicArn !== undefined ? { alarmTopicArn: settings.alarmTopicArn } : {}),
     });
 

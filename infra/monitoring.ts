@@ -25,6 +25,8 @@ export interface ControllerMonitoringProps {
   readonly deadLetterQueue: IQueue;
   readonly functions: { serviceSync: IFunction; nodeSync: IFunction; sweep: IFunction };
   readonly alarmTopicArn?: string;
+  /** The sweep's period: it publishes the failing-Services gauge once per run. */
+  readonly sweepPeriodMinutes: number;
   /** Oldest message age that pages someone; backoff keeps messages up to 5 minutes by design. */
   readonly oldestMessageAlarmSeconds?: number;
 }
@@ -156,6 +158,19 @@ export class ControllerMonitoring extends Construct {
       0,
       'Node sync has failed for 15 minutes: node changes do not reach the load balancers.',
       3,
+    );
+    alarm(
+      'FailingServices',
+      new Metric({
+        namespace: metricsNamespace,
+        metricName: 'FailingServices',
+        dimensionsMap: serviceDimension,
+        statistic: 'Maximum',
+        // One value per sweep: a period as long as the sweep's always holds one.
+        period: Duration.minutes(props.sweepPeriodMinutes),
+      }),
+      0,
+      'Services whose syncs have failed for more than 15 minutes, as the last sweep counted them.',
     );
     if (props.alarmTopicArn !== undefined) {
       const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);

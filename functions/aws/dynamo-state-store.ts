@@ -151,12 +151,13 @@ export class DynamoStateStore {
     failures: FailureUpdate,
     options: { unlessDirty: boolean },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
+    // failingSince: when the current run of failures began, for the sweep's failing-Services gauge.
     const failureExpression =
       failures === 'reset'
-        ? ', failures = :zero'
+        ? ', failures = :zero REMOVE leaseOwner, leaseUntil, failingSince'
         : failures === 'increment'
-          ? ', failures = if_not_exists(failures, :zero) + :one'
-          : '';
+          ? ', failures = if_not_exists(failures, :zero) + :one, failingSince = if_not_exists(failingSince, :nowMs) REMOVE leaseOwner, leaseUntil'
+          : ' REMOVE leaseOwner, leaseUntil';
     try {
       const result = await this.doc.send(
         new UpdateCommand({
@@ -165,14 +166,16 @@ export class DynamoStateStore {
           ConditionExpression: options.unlessDirty
             ? 'leaseOwner = :owner AND fence = :fence AND dirty = :false'
             : 'leaseOwner = :owner AND fence = :fence',
-          UpdateExpression: `REMOVE leaseOwner, leaseUntil SET lastPassAt = :now, dirty = :false${failureExpression}`,
+          UpdateExpression: `SET lastPassAt = :now, dirty = :false${failureExpression}`,
           ExpressionAttributeValues: {
             ':owner': lease.owner,
             ':fence': lease.fence,
             ':false': false,
             ':now': this.clock.now().toISOString(),
             ...(failures !== 'keep' ? { ':zero': 0 } : {}),
-            ...(failures === 'increment' ? { ':one': 1 } : {}),
+            ...(failures === 'increment'
+              ? { ':one': 1, ':nowMs': this.clock.now().getTime() }
+              : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -256,13 +259,15 @@ export class DynamoStateStore {
       failures: number;
       dirty: boolean;
       leaseUntil?: number;
+      /** When its current run of failures began (epoch ms). */
+      failingSince?: number;
     }[]
   > {
     const items = [];
     for await (const item of this.scan(
       'begins_with(pk, :svc)',
       { ':svc': 'svc#' },
-      'pk, uid, rec, failures, dirty, leaseUntil',
+      'pk, uid, rec, failures, dirty, leaseUntil, failingSince',
     )) {
       items.push({
         key: String(item.pk).slice('svc#'.length),
@@ -271,6 +276,7 @@ export class DynamoStateStore {
         failures: Number(item.failures ?? 0),
         dirty: item.dirty === true,
         ...(typeof item.leaseUntil === 'number' ? { leaseUntil: item.leaseUntil } : {}),
+        ...(typeof item.failingSince === 'number' ? { failingSince: item.failingSince } : {}),
       });
     }
     return items;

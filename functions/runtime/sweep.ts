@@ -5,12 +5,16 @@ import type { RuntimeContext } from './context';
 import type { WorkMessage } from './messages';
 
 export const sweepLease = leasePk('sweep');
+/** A Service whose syncs have failed this long is counted as failing (FailingServices). */
+export const failingAlarmSeconds = 15 * 60;
 
 export interface SweepReport {
   readonly resyncs: number;
   readonly redriven: number;
   readonly orphansSeen: number;
   readonly orphansDeleted: number;
+  /** Services whose syncs have failed for more than 15 minutes. */
+  readonly failingServices: number;
 }
 
 /**
@@ -23,7 +27,8 @@ export interface SweepReport {
  */
 export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   const acquired = await ctx.store.acquire(sweepLease, ctx.newOwner(), ctx.config.leaseSeconds);
-  if (!acquired.acquired) return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0 };
+  if (!acquired.acquired)
+    return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0, failingServices: 0 };
   const now = ctx.base.clock.now().getTime();
   const items = await ctx.store.listServiceItems();
   const messages: WorkMessage[] = [];
@@ -41,6 +46,15 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
     }
   }
   await ctx.queue.send(messages);
+  // A gauge for the alarm that pages when Services stay broken: a run of failures this long has
+  // outlasted every backoff step, so it will not clear by itself.
+  const failingServices = items.filter(
+    (item) =>
+      item.failures > 0 &&
+      item.failingSince !== undefined &&
+      now - item.failingSince > failingAlarmSeconds * 1000,
+  ).length;
+  ctx.metrics.count('FailingServices', failingServices);
 
   const known = new Set(items.flatMap((item) => (item.uid ? [item.uid] : [])));
   const sweepItem = await ctx.store.getItem(sweepLease);
@@ -77,7 +91,13 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   }
   await ctx.store.finish(acquired.lease, 'keep', ctx.config.leaseSeconds);
   await ctx.store.setAttributes(sweepLease, { lastRunAt: new Date(now).toISOString() });
-  const report = { resyncs: messages.length - redriven, redriven, orphansSeen, orphansDeleted };
+  const report = {
+    resyncs: messages.length - redriven,
+    redriven,
+    orphansSeen,
+    orphansDeleted,
+    failingServices,
+  };
   ctx.metrics.count('SweepResyncs', report.resyncs);
   ctx.metrics.count('SweepRedriven', report.redriven);
   ctx.metrics.count('SweepOrphansDeleted', report.orphansDeleted);

@@ -205,6 +205,21 @@ describe('leases', () => {
     expect(await store.getItem(webPk)).toBeUndefined();
   });
 
+  it('stamps when a run of failures began, keeps it while failures go on, and drops it on success', async () => {
+    const first = await take(webPk, 'worker-a');
+    await store.putService(record('default/web', 'uid-1'), first);
+    await store.finish(first, 'increment', ttl);
+    expect(await store.getItem(webPk)).toMatchObject({ failures: 1, failingSince: t0 });
+    clock.advance(60);
+    await store.finish(await take(webPk, 'worker-a'), 'increment', ttl);
+    await store.finish(await take(webPk, 'worker-a'), 'keep', ttl);
+    expect(await store.getItem(webPk)).toMatchObject({ failures: 2, failingSince: t0 });
+    await store.finish(await take(webPk, 'worker-a'), 'reset', ttl);
+    const item = await store.getItem(webPk);
+    expect(item).toMatchObject({ failures: 0 });
+    expect(item).not.toHaveProperty('failingSince');
+  });
+
   it('hands a dirty lease back: released with the failure update applied, the flag cleared, the key free for the next message', async () => {
     const lease = await take(webPk, 'worker-a');
     await store.putService(record('default/web', 'uid-1'), lease);
@@ -370,7 +385,7 @@ describe('scans', () => {
     const items = await store.listServiceItems();
     expect(items.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
       { key: 'default/a', uid: 'uid-a', hasRecord: true, failures: 0, dirty: false },
-      { key: 'default/b', hasRecord: false, failures: 1, dirty: false },
+      { key: 'default/b', hasRecord: false, failures: 1, dirty: false, failingSince: t0 },
       { key: 'default/c', hasRecord: false, failures: 0, dirty: true, leaseUntil: t0 + 30_000 },
     ]);
   });

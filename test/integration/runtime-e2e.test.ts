@@ -301,6 +301,26 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     // RecreatedLoadBalancer Warning (a new DNS name in AWS) is proved by the sync's unit tests.
   });
 
+  it('the sweep counts Services whose syncs have failed for more than 15 minutes (FailingServices)', async () => {
+    await createService();
+    await world.api.createNamespacedService({
+      namespace: 'default',
+      body: loadBalancerService('other'),
+    });
+    const now = Date.now();
+    await world.runtime.store.setAttributes(servicePk(key), {
+      failures: 7,
+      failingSince: now - 16 * 60_000,
+    });
+    await world.runtime.store.setAttributes(servicePk('default/other'), {
+      failures: 2,
+      failingSince: now - 60_000,
+    });
+    const report = await runSweep(world.runtime);
+    expect(report.failingServices).toBe(1);
+    expect(world.metrics.get('FailingServices')).toBe(1);
+  });
+
   it('sweeps a healthy Service quietly: reads only, no Event, no Service or state write', async () => {
     await createService();
     const before = await world.api.listNamespacedEvent({ namespace: 'default' });
