@@ -6,7 +6,7 @@
 import type { PhaseResult, ThroughputResult } from './throughput';
 
 export const prices = {
-  asOf: 'us-east-1 list prices as of late 2024 (DynamoDB on-demand after its 1 Nov 2024 price cut), per /work/shared/reference/serverless.md §7; re-check aws.amazon.com/sqs/pricing, /lambda/pricing and /dynamodb/pricing before quoting',
+  asOf: 'us-east-1 list prices as of late 2024 (DynamoDB on-demand after its 1 Nov 2024 price cut), from the public pricing pages https://aws.amazon.com/sqs/pricing/, https://aws.amazon.com/lambda/pricing/ and https://aws.amazon.com/dynamodb/pricing/on-demand/; re-check them before quoting',
   sqsPerRequest: 0.4e-6,
   lambdaPerRequest: 0.2e-6,
   lambdaArmPerGbSecond: 0.0000133334,

@@ -310,11 +310,7 @@ describe('changes arriving during passes (S5 under churn)', () => {
           if (made < changes) {
             const host = extra[made]!;
             made++;
-            world.kube.store.create('nodes', '', {
-              metadata: { name: host.name },
-              spec: { providerID: host.providerID },
-              status: { conditions: [{ type: 'Ready', status: 'True' }] },
-            });
+            await world.addNode(host);
             await world.send({ v: 1, kind: 'node', reason: `node ${made} added` });
             await handle(ctx, await world.receive(0));
           }

@@ -104,24 +104,19 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   it('host change: NodeSetChanged and LoadBalancerHostsUpdated name the instance added', async () => {
     await createService();
     await delivered();
-    const [added] = await world.aws.addHosts(1);
-    world.kube.store.create('nodes', '', {
-      metadata: { name: added!.name },
-      spec: { providerID: added!.providerID },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] },
-    });
+    const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     const events = await delivered();
     expect(types(events)).toEqual(['NodeSetChanged', 'LoadBalancerHostsUpdated']);
     expect(ofType(events, 'NodeSetChanged')).toMatchObject({
-      added: [added!.instanceId],
+      added: [added.instanceId],
       removed: [],
       eligibleHosts: 4,
     });
     expect(ofType(events, 'LoadBalancerHostsUpdated')).toMatchObject({
       name: 'web',
-      added: [added!.instanceId],
+      added: [added.instanceId],
       removed: [],
     });
   });

@@ -103,16 +103,11 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
 
   it('updates targets when a node joins and when one leaves, through node sync and host updates', async () => {
     await createService();
-    const [added] = await world.aws.addHosts(1);
-    world.kube.store.create('nodes', '', {
-      metadata: { name: added!.name },
-      spec: { providerID: added!.providerID },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] },
-    });
+    const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     let { targets } = await loadBalancer();
-    expect(Object.values(targets).every((ids) => ids.includes(added!.instanceId))).toBe(true);
+    expect(Object.values(targets).every((ids) => ids.includes(added.instanceId))).toBe(true);
     expect(Object.values(targets)[0]).toHaveLength(4);
 
     world.kube.store.delete('nodes', '', world.aws.hosts[0]!.name);
@@ -282,19 +277,14 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     for (const tg of Object.values(state.targetGroups ?? {})) {
       await world.aws.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: tg.arn }));
     }
-    const [added] = await world.aws.addHosts(1);
-    world.kube.store.create('nodes', '', {
-      metadata: { name: added!.name },
-      spec: { providerID: added!.providerID },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] },
-    });
+    const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     const after = await loadBalancer();
     expect(after.lb?.LoadBalancerArn).toBeDefined();
     expect(after.lb?.LoadBalancerArn).not.toBe(state.loadBalancerArn);
     expect(after.listeners).toEqual(['TCP:443', 'TCP:80']);
-    expect(Object.values(after.targets).every((ids) => ids.includes(added!.instanceId))).toBe(true);
+    expect(Object.values(after.targets).every((ids) => ids.includes(added.instanceId))).toBe(true);
     const events = await world.api.listNamespacedEvent({ namespace: 'default' });
     expect(events.items.map((e) => e.reason)).not.toContain('UpdateLoadBalancerFailed');
     // moto names a recreated NLB's DNS record as it named the first one, so the

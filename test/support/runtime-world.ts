@@ -13,6 +13,7 @@ import {
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { parseConfig, type ControllerConfig } from '../../functions/config';
+import type { Host } from '../../functions/core/hosts';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import {
@@ -72,6 +73,8 @@ export interface RuntimeWorld {
   readonly metrics: RecordingMetrics;
   readonly sqs: SQSClient;
   send(message: WorkMessage | string): Promise<void>;
+  /** A Ready Node for `host`, or for a new EC2 instance when none is given. */
+  addNode(host?: Host): Promise<Host>;
   receive(waitSeconds?: number): Promise<QueueRecord[]>;
   handle(records: QueueRecord[]): Promise<BatchResult>;
   /** Receives one batch (waiting up to `waitSeconds`) and handles it. */
@@ -144,13 +147,13 @@ export async function createRuntimeWorld(
   const dir = mkdtempSync(join(tmpdir(), 'ssc-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
   writeFileSync(kubeconfigPath, kube.kubeconfigText());
-  for (const host of aws.hosts) {
+  const createNode = (host: Host) =>
     kube.store.create('nodes', '', {
       metadata: { name: host.name },
       spec: { providerID: host.providerID },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
-  }
+  for (const host of aws.hosts) createNode(host);
   const config = parseConfig({
     clusterName: aws.settings.clusterName,
     region: 'us-east-1',
@@ -200,6 +203,11 @@ export async function createRuntimeWorld(
     log,
     metrics,
     sqs,
+    addNode: async (host) => {
+      const node = host ?? (await aws.addHosts(1))[0]!;
+      createNode(node);
+      return node;
+    },
     send: async (message) => {
       await sqs.send(
         new SendMessageCommand({
