@@ -8,7 +8,7 @@ import * as prettier from 'prettier';
 import { anchors, type ScenarioCalls } from './scenarios/calls';
 import type { CostResult } from './scenarios/cost';
 import type { ForwarderResult } from './scenarios/forwarder';
-import type { BundlesResult } from './scenarios/bundles';
+import type { BundleResult, BundlesResult } from './scenarios/bundles';
 import type { OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
 import type { ThroughputResult } from './scenarios/throughput';
 import { percentile, round } from './support/stats';
@@ -238,11 +238,24 @@ function forwarderSection(f: ForwarderResult): string {
 }
 
 function bundlesSection(b: BundlesResult): string {
-  const kib = (n: number) => round(n / 1024, 0).toLocaleString('en-US');
+  const kib = (n: number | undefined) =>
+    n === undefined ? '—' : round(n / 1024, 0).toLocaleString('en-US');
+  const ms = (n: number | undefined) => (n === undefined ? '—' : round(n, 0));
+  const row = (label: string, f: BundleResult) => [
+    label,
+    kib(f.bytes),
+    kib(f.gzipBytes),
+    kib(f.sourceMapBytes),
+    ms(f.importMs),
+    ms(f.sinceStartMs),
+    ms(f.firstInvokeMs),
+    ms(f.firstStackMs),
+    f.stackFrame === undefined ? '—' : `\`${f.stackFrame}\``,
+  ];
   return [
     '## Lambda bundles and cold initialisation',
     '',
-    `Built with esbuild ${b.esbuild} as CDK's NodejsFunction builds them (\`${b.options}\`). Cold init: a fresh \`node\` ${b.node} process imports the bundle (with the configuration the stack gives, EKS mode with endpoint and CA, so nothing is looked up); *import* is from the import to the handler export being available, *since process start* adds Node's own start-up. For service-sync, *first invocation* is the handler's first call with an empty batch, which builds the runtime (configuration, SDK clients) as the first real event would. Medians of ${b.functions[0]?.runs ?? 0} runs, after one unmeasured run. \`@aws-sdk/*\` is external, as on Lambda, where the runtime provides it: here it loads from node_modules.`,
+    `Built with esbuild ${b.esbuild} from the options the stack gives CDK's NodejsFunction (\`${b.options}\`). Cold init: a fresh \`node\` ${b.node} process imports the bundle (with the configuration the stack gives, EKS mode with endpoint and CA, so nothing is looked up); *import* is from the import to the handler export being available, *since process start* adds Node's own start-up. For service-sync, *first invocation* is the handler's first call with an empty batch, which builds the runtime (configuration, SDK clients) as the first real event would, and *first stack* is reading the stack of the first error thrown inside the bundle, with the frame it shows. Medians of ${b.functions[0]?.runs ?? 0} runs, after one unmeasured run. The AWS SDK is inside the bundle: what runs on Lambda is the version the tests ran.`,
     '',
     table(
       [
@@ -253,19 +266,16 @@ function bundlesSection(b: BundlesResult): string {
         'import (ms)',
         'since process start (ms)',
         'first invocation (ms)',
+        'first stack (ms)',
+        'first frame',
       ],
-      b.functions.map((f) => [
-        f.name,
-        kib(f.bytes),
-        kib(f.gzipBytes),
-        kib(f.sourceMapBytes),
-        round(f.importMs, 0),
-        round(f.sinceStartMs, 0),
-        f.firstInvokeMs === undefined ? '—' : round(f.firstInvokeMs, 0),
-      ]),
+      [
+        ...b.functions.map((f) => row(f.name, f)),
+        row('service-sync with source map, `--enable-source-maps` (not shipped)', b.withSourceMaps),
+      ],
     ),
     '',
-    'Lambda gives a function CPU in proportion to its memory (512 MB here is a fraction of a vCPU), so the same import can take longer there than on this machine.',
+    'The last row is the choice we did not make: with the map, traces name TypeScript files and lines, but the first trace parses the map (the *first stack* column) and the package carries it. Without it, traces name functions and classes (esbuild keeps names). Lambda gives a function CPU in proportion to its memory (512 MB here is a fraction of a vCPU), so the same import can take longer there than on this machine.',
   ].join('\n');
 }
 

@@ -41,6 +41,7 @@ import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
 import { resendAfterReceives } from '../functions/runtime/process-work';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
+import { lambdaBundle } from './lambda-bundling';
 import { ControllerMonitoring } from './monitoring';
 import {
   acknowledgeFunctionRoleWildcards,
@@ -375,12 +376,12 @@ export class ControllerStack extends Stack {
       ...(options.placement ?? {}),
       bundling: {
         format: OutputFormat.ESM,
-        target: 'node24',
-        minify: true,
-        sourceMap: true,
-        // client-node and its dependencies are CommonJS inside an ES module bundle.
-        banner:
-          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        target: lambdaBundle.target,
+        minify: lambdaBundle.minify,
+        keepNames: lambdaBundle.keepNames,
+        sourceMap: lambdaBundle.sourceMap,
+        externalModules: [...lambdaBundle.externalModules],
+        banner: lambdaBundle.banner,
         // esbuild is a pinned dev dependency: never fall back to Docker bundling.
         forceDockerBundling: false,
       },

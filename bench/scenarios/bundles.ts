@@ -1,13 +1,16 @@
 /**
- * Each Lambda bundle's size and cold initialisation. The bundles are built with esbuild the way
- * infra/controller-stack.ts has CDK's NodejsFunction build them for nodejs24.x: bundle, platform
- * node, format esm, target node24, minify, sourcemap, the createRequire banner, and `@aws-sdk/*`
- * left external (CDK's default for Node ≥ 18 runtimes, whose runtime provides SDK v3).
+ * Each Lambda bundle's size and cold initialisation. The bundles are built with esbuild from the
+ * options infra/lambda-bundling.ts gives CDK's NodejsFunction, so what is measured is what deploys
+ * (the AWS SDK bundled, names kept, no source map).
  *
  * Cold init: a fresh `node` process imports the bundle and reports the time from the import to
  * the handler export being available, and from process start to that point. For service-sync it
  * then invokes the handler once with an empty batch, which builds the runtime (configuration,
- * SDK clients, the lazy part of a cold start; no network call is made).
+ * SDK clients, the lazy part of a cold start; no network call is made), and once with no event,
+ * which throws: the time to read that first error's stack is what a source map would add to.
+ *
+ * The alternative we did not ship is measured beside it: the same service-sync bundle with its
+ * source map, run with `--enable-source-maps` (the choice of issue "Day one", item 9).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -15,6 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { esbuildOptionsFor } from '../../infra/lambda-bundling';
 import { track } from '../support/children';
 import { median } from '../support/stats';
 
@@ -24,13 +28,18 @@ export interface BundleResult {
   readonly name: (typeof lambdaFunctions)[number];
   readonly bytes: number;
   readonly gzipBytes: number;
-  readonly sourceMapBytes: number;
+  /** Bytes of the source map, when the variant has one. */
+  readonly sourceMapBytes?: number | undefined;
   /** Import of the bundle until the handler export is there, median of `runs`. */
   readonly importMs: number;
   /** Process start until the handler export is there (Node's bootstrap included), median. */
   readonly sinceStartMs: number;
   /** service-sync only: the first invocation (empty batch) that builds the runtime, median. */
   readonly firstInvokeMs?: number | undefined;
+  /** service-sync only: reading the stack of the first error thrown inside the bundle, median. */
+  readonly firstStackMs?: number | undefined;
+  /** The first frame of that stack, as it reads in a log. */
+  readonly stackFrame?: string | undefined;
   readonly runs: number;
 }
 
@@ -39,6 +48,8 @@ export interface BundlesResult {
   readonly esbuild: string;
   readonly options: string;
   readonly functions: BundleResult[];
+  /** service-sync with its source map and `--enable-source-maps`: not shipped, measured to compare. */
+  readonly withSourceMaps: BundleResult;
 }
 
 const outRoot = 'node_modules/.cache/serverless-service-controller-bench/bundles';
@@ -64,21 +75,35 @@ const module = await import(process.env.BENCH_BUNDLE_URL);
 const ready = performance.now();
 if (typeof module.handler !== 'function') throw new Error('no handler export');
 let firstInvokeMs = null;
+let firstStackMs = null;
+let stackFrame = null;
 if (process.env.BENCH_INVOKE === '1') {
   const t = performance.now();
   await module.handler({ Records: [] });
   firstInvokeMs = performance.now() - t;
+  const s = performance.now();
+  try {
+    await module.handler(undefined);
+  } catch (error) {
+    stackFrame = String(error.stack).split('\\n')[1].trim();
+  }
+  firstStackMs = performance.now() - s;
 }
-console.log('BENCH_RESULT ' + JSON.stringify({ importMs: ready - started, sinceStartMs: ready, firstInvokeMs }));
+console.log('BENCH_RESULT ' + JSON.stringify({ importMs: ready - started, sinceStartMs: ready, firstInvokeMs, firstStackMs, stackFrame }));
 `;
 
-function runProbe(
-  bundle: string,
-  invoke: boolean,
-): Promise<{ importMs: number; sinceStartMs: number; firstInvokeMs: number | null }> {
+interface ProbeResult {
+  importMs: number;
+  sinceStartMs: number;
+  firstInvokeMs: number | null;
+  firstStackMs: number | null;
+  stackFrame: string | null;
+}
+
+function runProbe(bundle: string, invoke: boolean, nodeFlags: string[]): Promise<ProbeResult> {
   return new Promise((resolve, reject) => {
     const child = track(
-      spawn(process.execPath, ['--input-type=module', '-e', probe], {
+      spawn(process.execPath, [...nodeFlags, '--input-type=module', '-e', probe], {
         env: {
           PATH: process.env.PATH ?? '',
           AWS_REGION: 'us-east-1',
@@ -103,55 +128,62 @@ function runProbe(
         reject(new Error(`cold-init probe of ${bundle} failed (${code}):\n${output.slice(-2000)}`));
         return;
       }
-      resolve(
-        JSON.parse(line.slice('BENCH_RESULT '.length)) as {
-          importMs: number;
-          sinceStartMs: number;
-          firstInvokeMs: number | null;
-        },
-      );
+      resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as ProbeResult);
     });
   });
+}
+
+async function measureOne(
+  name: (typeof lambdaFunctions)[number],
+  dir: string,
+  runs: number,
+  variant: { sourceMap: boolean; nodeFlags: string[] },
+): Promise<BundleResult> {
+  mkdirSync(dir, { recursive: true });
+  const outfile = join(dir, 'index.mjs');
+  await build({
+    ...esbuildOptionsFor(join('functions', name, 'handler.ts'), outfile),
+    ...(variant.sourceMap ? { sourcemap: true } : {}),
+    logLevel: 'error',
+  });
+  const code = readFileSync(outfile);
+  const invoke = name === 'service-sync';
+  // One unmeasured run first, so every measured run finds the files in the page cache.
+  await runProbe(outfile, false, variant.nodeFlags);
+  const samples: ProbeResult[] = [];
+  for (let i = 0; i < runs; i++) samples.push(await runProbe(outfile, invoke, variant.nodeFlags));
+  const medianOf = (pick: (s: ProbeResult) => number | null) => {
+    const values = samples.flatMap((s) => {
+      const value = pick(s);
+      return value === null ? [] : [value];
+    });
+    return values.length > 0 ? median(values) : undefined;
+  };
+  return {
+    name,
+    bytes: code.length,
+    gzipBytes: gzipSync(code, { level: 9 }).length,
+    sourceMapBytes: variant.sourceMap ? statSync(`${outfile}.map`).size : undefined,
+    importMs: median(samples.map((s) => s.importMs)),
+    sinceStartMs: median(samples.map((s) => s.sinceStartMs)),
+    firstInvokeMs: medianOf((s) => s.firstInvokeMs),
+    firstStackMs: medianOf((s) => s.firstStackMs),
+    stackFrame: samples[0]?.stackFrame?.replace(/\(.*[\\/]/, '(') ?? undefined,
+    runs,
+  };
 }
 
 export async function measureBundles(runs = 5): Promise<BundlesResult> {
   const functions: BundleResult[] = [];
   for (const name of lambdaFunctions) {
-    const dir = join(outRoot, name);
-    mkdirSync(dir, { recursive: true });
-    const outfile = join(dir, 'index.mjs');
-    await build({
-      entryPoints: [join('functions', name, 'handler.ts')],
-      outfile,
-      bundle: true,
-      platform: 'node',
-      target: 'node24',
-      format: 'esm',
-      minify: true,
-      sourcemap: true,
-      external: ['@aws-sdk/*'],
-      banner: {
-        js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      },
-      logLevel: 'error',
-    });
-    const code = readFileSync(outfile);
-    const samples = [];
-    // One unmeasured run first, so every measured run finds the files in the page cache.
-    await runProbe(outfile, false);
-    for (let i = 0; i < runs; i++) samples.push(await runProbe(outfile, name === 'service-sync'));
-    const firstInvoke = samples.flatMap((s) => (s.firstInvokeMs === null ? [] : [s.firstInvokeMs]));
-    functions.push({
-      name,
-      bytes: code.length,
-      gzipBytes: gzipSync(code, { level: 9 }).length,
-      sourceMapBytes: statSync(`${outfile}.map`).size,
-      importMs: median(samples.map((s) => s.importMs)),
-      sinceStartMs: median(samples.map((s) => s.sinceStartMs)),
-      firstInvokeMs: firstInvoke.length > 0 ? median(firstInvoke) : undefined,
-      runs,
-    });
+    functions.push(
+      await measureOne(name, join(outRoot, name), runs, { sourceMap: false, nodeFlags: [] }),
+    );
   }
+  const withSourceMaps = await measureOne('service-sync', join(outRoot, 'with-source-maps'), runs, {
+    sourceMap: true,
+    nodeFlags: ['--enable-source-maps'],
+  });
   const esbuildVersion = (
     JSON.parse(readFileSync('node_modules/esbuild/package.json', 'utf8')) as { version: string }
   ).version;
@@ -159,7 +191,8 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     node: process.version,
     esbuild: esbuildVersion,
     options:
-      'esbuild --bundle --platform=node --format=esm --target=node24 --minify --sourcemap --external:@aws-sdk/* --banner:js=<createRequire> (as CDK NodejsFunction for nodejs24.x in infra/controller-stack.ts)',
+      'esbuild --bundle --platform=node --format=esm --target=node24 --minify --keep-names --banner:js=<createRequire>, the AWS SDK bundled, no source map (infra/lambda-bundling.ts)',
     functions,
+    withSourceMaps,
   };
 }

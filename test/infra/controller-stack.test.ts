@@ -64,6 +64,29 @@ describe('CDK app (infra/)', () => {
     ) as { pluginReports: { conclusion: string }[] };
     expect(report.pluginReports.filter((r) => r.conclusion !== 'success')).toEqual([]);
     expect(new AwsSolutionsChecks().validateScope(app).violations).toEqual([]);
+
+    // The bundles carry the AWS SDK we test with (nothing is left to the runtime's copy), keep
+    // names for readable traces and ship no source map (infra/lambda-bundling.ts).
+    const bundles = readdirSync(assembly.directory)
+      .filter((name) => name.startsWith('asset.'))
+      .map((name) => join(assembly.directory, name))
+      .filter((dir) => readdirSync(dir).includes('index.mjs'));
+    expect(bundles.length).toBeGreaterThanOrEqual(3);
+    for (const dir of bundles) {
+      expect(readdirSync(dir).filter((name) => name.endsWith('.map'))).toEqual([]);
+      const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+      const imported = [
+        ...code.matchAll(
+          /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["'](@aws-sdk\/[^"']+)["']/g,
+        ),
+      ].map((m) => m[1]);
+      // Only the optional SigV4a signers are named (one try-require, one error message): no call of
+      // ours signs with SigV4a, so neither is needed.
+      const optional = ['@aws-sdk/signature-v4-crt', '@aws-sdk/signature-v4a'];
+      expect(imported.filter((name) => !optional.includes(name ?? ''))).toEqual([]);
+      expect(code).toContain('"DynamoDBClient"');
+      expect(code).toContain('"createRuntime"');
+    }
   }, 120_000);
 
   it('synthesises for a concrete account and Region too, as cdk deploy does', () => {
