@@ -59,13 +59,18 @@ export class ControllerMonitoring extends Construct {
       threshold: number,
       description: string,
       evaluationPeriods = 1,
+      when: { below?: boolean; missingBreaches?: boolean } = {},
     ) => {
       const created = new Alarm(this, name, {
         metric,
         threshold,
         evaluationPeriods,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
+        comparisonOperator: when.below
+          ? ComparisonOperator.LESS_THAN_THRESHOLD
+          : ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: when.missingBreaches
+          ? TreatMissingData.BREACHING
+          : TreatMissingData.NOT_BREACHING,
         alarmDescription: `${description} See docs/operations.md#${name.toLowerCase()}.`,
       });
       this.alarms.push(created);
@@ -172,6 +177,16 @@ export class ControllerMonitoring extends Construct {
       0,
       'Services whose syncs have failed for more than 15 minutes, as the last sweep counted them.',
     );
+    // The forwarder sends a heartbeat a minute; ten minutes without one (no datapoint at all is
+    // the usual shape of it) means no Service or Node change reaches the functions.
+    alarm(
+      'ForwarderQuiet',
+      countOf('ForwarderHeartbeats'),
+      1,
+      'No heartbeat from the in-cluster forwarder for 10 minutes: changes in the cluster do not reach the controller.',
+      2,
+      { below: true, missingBreaches: true },
+    );
     if (props.alarmTopicArn !== undefined) {
       const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
       for (const created of this.alarms) {
@@ -264,13 +279,22 @@ export class ControllerMonitoring extends Construct {
     );
     this.dashboard.addWidgets(
       new GraphWidget({
+        title: 'Forwarder (from its heartbeats)',
+        left: [
+          custom('ForwarderHeartbeats', 'Sum', 'heartbeats'),
+          custom('ForwarderSendFailures', 'Sum', 'failed sends to the queue'),
+        ],
+        right: [custom('ForwarderPendingKeys', 'Maximum', 'keys waiting in the forwarder')],
+        width: 12,
+      }),
+      new GraphWidget({
         title: 'Lifecycle events (EventBridge)',
         left: [
           custom('LifecycleEventsPublished', 'Sum', 'published'),
           custom('LifecycleEventPublishFailures', 'Sum', 'rejected, queued to try again'),
           custom('LifecycleEventsDropped', 'Sum', 'dropped'),
         ],
-        width: 24,
+        width: 12,
       }),
     );
   }

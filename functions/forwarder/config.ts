@@ -14,6 +14,10 @@ export const forwarderConfigSchema = z.object({
   port: z._default(z.int().check(z.gte(0), z.lte(65535)), 8080),
   /** Distinct pending keys before the watch waits for the queue. */
   bufferCapacity: z._default(z.int().check(z.gte(10), z.lte(1_000_000)), 10_000),
+  /** Seconds between heartbeats to the work queue (the functions alarm when they stop). */
+  heartbeatSeconds: z._default(z.int().check(z.gte(10), z.lte(900)), 60),
+  /** Seconds of failed sends after which /healthz fails, so the kubelet restarts the pod. */
+  unhealthyAfterSeconds: z._default(z.int().check(z.gte(30), z.lte(3600)), 300),
 });
 
 export type ForwarderConfig = z.infer<typeof forwarderConfigSchema>;

@@ -22,7 +22,12 @@ export interface ForwarderOptions {
   /** Sends a batch of at most 10 messages to the work queue. */
   readonly send: (messages: WorkMessage[]) => Promise<void>;
   readonly bufferCapacity?: number;
+  /** How often a heartbeat goes to the work queue (default 60 s); the first goes at start. */
+  readonly heartbeatSeconds?: number;
+  /** `/healthz` fails once every send has failed for this long (default 300 s): a restart may help. */
+  readonly unhealthyAfterSeconds?: number;
   readonly sleep?: (ms: number) => Promise<void>;
+  readonly now?: () => number;
   readonly log?: (
     level: 'info' | 'warn' | 'error',
     message: string,
@@ -41,18 +46,31 @@ export class Forwarder {
   filtered = 0;
   private readonly http: KubeHttp;
   private server: Server | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** Send failures already reported by a heartbeat that reached the queue. */
+  private reportedSendFailures = 0;
+  private readonly heartbeatMs: number;
+  private readonly unhealthyAfterMs: number;
 
   constructor(options: ForwarderOptions) {
     const sleep =
       options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const log = options.log ?? (() => undefined);
     const http = (this.http = new KubeHttp(options.kubeConfig));
+    this.heartbeatMs = (options.heartbeatSeconds ?? 60) * 1000;
+    this.unhealthyAfterMs = (options.unhealthyAfterSeconds ?? 300) * 1000;
     this.publisher = new Publisher(options.send, {
       capacity: options.bufferCapacity ?? 10_000,
       maxBackoffMs: 30_000,
       sleep,
+      ...(options.now ? { now: options.now } : {}),
       onSendError: (error) =>
         log('warn', 'sending to the work queue failed; will retry', { error: String(error) }),
+      onSent: (messages) => {
+        for (const message of messages) {
+          if (message.kind === 'heartbeat') this.reportedSendFailures += message.sendFailures;
+        }
+      },
     });
     const enqueue = async (message: WorkMessage | undefined) => {
       if (message === undefined) {
@@ -105,14 +123,35 @@ export class Forwarder {
     return this.services.ready && this.nodes.ready;
   }
 
+  /** False once every send has failed for `unhealthyAfterSeconds`: `/healthz` then fails. */
+  get healthy(): boolean {
+    return this.publisher.failingForMs < this.unhealthyAfterMs;
+  }
+
   start(): void {
     this.publisher.start();
     this.services.start();
     this.nodes.start();
+    void this.heartbeat();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
+  }
+
+  /**
+   * Tells the functions this forwarder is alive, with the sends that failed since the last
+   * heartbeat got through (a heartbeat that fails is replaced by the next, which carries both).
+   */
+  private heartbeat(): Promise<void> {
+    return this.publisher.enqueue({
+      v: 1,
+      kind: 'heartbeat',
+      sendFailures: this.publisher.metrics.sendFailures - this.reportedSendFailures,
+      pending: this.publisher.depth,
+    });
   }
 
   /** Graceful stop (SIGTERM): stop watching, then deliver what is pending. Returns what was left. */
   async stop(flushTimeoutMs = 20_000): Promise<number> {
+    clearInterval(this.heartbeatTimer);
     await Promise.all([this.services.stop(), this.nodes.stop()]);
     this.http.close();
     const left = await this.publisher.stop(flushTimeoutMs);
@@ -125,7 +164,11 @@ export class Forwarder {
   /** `/healthz`, `/readyz` (both initial lists done) and `/metrics` (Prometheus text). */
   listen(port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer((req, res) => {
-      if (req.url === '/healthz') return res.writeHead(200).end('ok\n');
+      if (req.url === '/healthz') {
+        if (this.healthy) return res.writeHead(200).end('ok\n');
+        const seconds = Math.round(this.publisher.failingForMs / 1000);
+        return res.writeHead(503).end(`sends to the work queue have failed for ${seconds} s\n`);
+      }
       if (req.url === '/readyz')
         return res.writeHead(this.ready ? 200 : 503).end(this.ready ? 'ready\n' : 'listing\n');
       if (req.url === '/metrics') {
@@ -169,6 +212,12 @@ export class Forwarder {
       'counter',
       'Failed sends to the work queue (retried).',
       [['', this.publisher.metrics.sendFailures]],
+    );
+    metric(
+      'forwarder_send_failing_seconds',
+      'gauge',
+      'How long every send to the work queue has failed (0 while sends go through).',
+      [['', Math.round(this.publisher.failingForMs / 1000)]],
     );
     metric('forwarder_buffer_depth', 'gauge', 'Keys waiting to be sent.', [
       ['', this.publisher.depth],

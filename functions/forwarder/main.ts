@@ -31,6 +31,8 @@ const forwarder = new Forwarder({
   nodePolicy: config.nodePolicy,
   send: (messages) => queue.send(messages),
   bufferCapacity: config.bufferCapacity,
+  heartbeatSeconds: config.heartbeatSeconds,
+  unhealthyAfterSeconds: config.unhealthyAfterSeconds,
   log,
 });
 let stopping = false;

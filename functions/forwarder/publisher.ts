@@ -10,7 +10,10 @@ export interface PublisherOptions {
   readonly capacity: number;
   readonly maxBackoffMs: number;
   readonly sleep: (ms: number) => Promise<void>;
+  readonly now?: () => number;
   readonly onSendError?: (error: unknown) => void;
+  /** Each batch SQS took, after it left the buffer. */
+  readonly onSent?: (messages: readonly WorkMessage[]) => void;
 }
 
 /**
@@ -26,6 +29,8 @@ export class Publisher {
   private wake: (() => void) | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
+  /** When the current run of failed sends began (ms since epoch); undefined after a success. */
+  private failingSinceMs: number | undefined;
 
   constructor(
     private readonly send: (messages: WorkMessage[]) => Promise<void>,
@@ -36,14 +41,29 @@ export class Publisher {
     return this.pending.size;
   }
 
+  /** How long every send has failed, in ms; 0 while sends go through. */
+  get failingForMs(): number {
+    if (this.failingSinceMs === undefined) return 0;
+    return this.now() - this.failingSinceMs;
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
   async enqueue(message: WorkMessage): Promise<void> {
     const id =
-      message.kind === 'node'
-        ? 'node'
+      message.kind === 'node' || message.kind === 'heartbeat'
+        ? message.kind
         : message.kind === 'event'
           ? `event:${message.event.detail.eventId}`
           : `${message.kind}:${message.key}`;
-    while (!this.pending.has(id) && this.pending.size >= this.options.capacity) {
+    // A heartbeat never waits for room: a full buffer is what it must report.
+    while (
+      message.kind !== 'heartbeat' &&
+      !this.pending.has(id) &&
+      this.pending.size >= this.options.capacity
+    ) {
       await new Promise<void>((resolve) => this.spaceWaiters.push(resolve));
     }
     this.pending.set(id, message);
@@ -88,11 +108,14 @@ export class Publisher {
         }
         this.metrics.forwarded += batch.length;
         failures = 0;
+        this.failingSinceMs = undefined;
+        this.options.onSent?.(batch.map(([, message]) => message));
         while (this.spaceWaiters.length > 0 && this.pending.size < this.options.capacity)
           this.spaceWaiters.shift()?.();
       } catch (error) {
         failures++;
         this.metrics.sendFailures++;
+        this.failingSinceMs ??= this.now();
         this.options.onSendError?.(error);
         const ceiling = Math.min(this.options.maxBackoffMs, 100 * 2 ** Math.min(failures, 10));
         await this.options.sleep(ceiling / 2 + Math.random() * (ceiling / 2));

@@ -21,6 +21,7 @@ const serviceKey = z
     ),
   );
 const reason = z.optional(z.string().check(z.maxLength(200)));
+const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max));
 
 /**
  * The work queue's messages (`{v, kind, key, reason}`), keys only: the sync re-reads the world (S4).
@@ -29,6 +30,9 @@ const reason = z.optional(z.string().check(z.maxLength(200)));
  * - `resync`: drift repair; full sync ignoring the checkpoint.
  * - `node`: a node changed (or the node-sync timer ticked); handed to node sync.
  * - `event`: a lifecycle event EventBridge did not take; offered again (checked against its schema).
+ * - `heartbeat`: the forwarder is alive; carries the sends that failed since its last heartbeat
+ *   got through and the keys it holds, which the functions publish as metrics (a quiet forwarder
+ *   alarms).
  */
 export const workMessageSchema = z.discriminatedUnion('kind', [
   z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
@@ -39,6 +43,12 @@ export const workMessageSchema = z.discriminatedUnion('kind', [
     kind: z.literal('node'),
     reason,
     chain: z.optional(z.string().check(z.maxLength(64))),
+  }),
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('heartbeat'),
+    sendFailures: intIn(0, 1_000_000_000),
+    pending: intIn(0, 1_000_000_000),
   }),
   z.strictObject({
     v: z.literal(1),

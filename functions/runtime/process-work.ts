@@ -75,6 +75,14 @@ export async function processWorkBatch(
       eventMessages.push({ record, message });
       continue;
     }
+    if (message.kind === 'heartbeat') {
+      // Sum of heartbeats per period: none for a while means the forwarder is gone (an alarm).
+      ctx.metrics.count('ForwarderHeartbeats');
+      ctx.metrics.count('ForwarderSendFailures', message.sendFailures);
+      // A level, not a sum: read with Maximum, as FailingServices is.
+      ctx.metrics.count('ForwarderPendingKeys', message.pending);
+      continue;
+    }
     const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
     group.modes.add(message.kind);
     group.records.push(record);

@@ -324,6 +324,9 @@ describe('CDK app (infra/)', () => {
       'LifecycleEventsPublished',
       'LifecycleEventPublishFailures',
       'LifecycleEventsDropped',
+      'ForwarderHeartbeats',
+      'ForwarderSendFailures',
+      'ForwarderPendingKeys',
     ]) {
       expect(body, name).toContain(metricRef('ServerlessServiceController', name));
     }
@@ -381,6 +384,7 @@ describe('CDK app (infra/)', () => {
         .sort(),
     ).toEqual([
       'FailingServices""',
+      'ForwarderHeartbeats""',
       'NodeSyncFailures""',
       'RetryableFailures"capacity"',
       'RetryableFailures"dependency"',
@@ -451,6 +455,18 @@ describe('CDK app (infra/)', () => {
     expect(periods('RetryableFailures', 'permission')).toBe(1);
     expect(periods('RetryableFailures', 'dependency')).toBe(3);
     expect(periods('NodeSyncFailures')).toBe(3);
+    // A quiet forwarder is the absence of heartbeats: fewer than one, or none reported at all.
+    const quiet = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+      .map((a) => (a as { Properties: Record<string, unknown> }).Properties)
+      .find((a) => a.MetricName === 'ForwarderHeartbeats');
+    expect(quiet).toMatchObject({
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      TreatMissingData: 'breaching',
+      Statistic: 'Sum',
+      Period: 300,
+      EvaluationPeriods: 2,
+    });
   });
 
   it('never allows elasticloadbalancing:*, ec2:* or *, and conditions ELBv2 and EC2 mutations on the ownership tag', () => {

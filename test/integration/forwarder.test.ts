@@ -33,14 +33,19 @@ let queueUrl: string;
 let recorder: AwsCallRecorder;
 let forwarder: Forwarder;
 const received: string[] = [];
+/** Heartbeats, kept apart from the work they would interleave with. */
+const heartbeats: { sendFailures: number; pending: number }[] = [];
 
-async function startForwarder() {
+async function startForwarder(
+  options: { heartbeatSeconds?: number; unhealthyAfterSeconds?: number; now?: () => number } = {},
+) {
   forwarder = new Forwarder({
     kubeConfig: kube.kubeConfig(),
     claim,
     nodePolicy: 'stable',
     send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
+    ...options,
   });
   forwarder.start();
   await vi.waitFor(() => expect(forwarder.ready).toBe(true));
@@ -59,8 +64,16 @@ async function drainQueue(): Promise<string[]> {
     const messages = page.Messages ?? [];
     if (messages.length === 0) return received;
     for (const m of messages) {
-      const body = JSON.parse(m.Body ?? '{}') as { kind: string; key?: string; reason?: string };
-      received.push(`${body.kind} ${body.key ?? body.reason ?? ''}`);
+      const body = JSON.parse(m.Body ?? '{}') as {
+        kind: string;
+        key?: string;
+        reason?: string;
+        sendFailures?: number;
+        pending?: number;
+      };
+      if (body.kind === 'heartbeat')
+        heartbeats.push({ sendFailures: body.sendFailures ?? -1, pending: body.pending ?? -1 });
+      else received.push(`${body.kind} ${body.key ?? body.reason ?? ''}`);
       await sqs.send(
         new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
       );
@@ -77,6 +90,7 @@ async function settle() {
 
 beforeEach(async () => {
   received.length = 0;
+  heartbeats.length = 0;
   kube = await FakeKubeApiServer.start();
   api = kube.kubeConfig().makeApiClient(CoreV1Api);
   recorder = new AwsCallRecorder();
@@ -245,6 +259,57 @@ describe('forwarder', () => {
     expect(forwarder.publisher.metrics.sendFailures).toBeGreaterThanOrEqual(1);
   });
 
+  it('sends a heartbeat at start and then periodically, carrying the sends that failed since the last one got through', async () => {
+    await startForwarder({ heartbeatSeconds: 1 });
+    await settle();
+    expect(heartbeats[0]).toEqual({ sendFailures: 0, pending: 0 });
+    // Three sends fail (whatever they carried); the next heartbeat that gets through says so once.
+    recorder.injectFault({ operation: 'SendMessageBatch', kind: 'server-error', times: 3 });
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await vi.waitFor(
+      async () => {
+        await settle();
+        expect(heartbeats.reduce((sum, h) => sum + h.sendFailures, 0)).toBe(3);
+        expect(received).toEqual(['service default/web']);
+      },
+      { timeout: 10_000 },
+    );
+    const reported = heartbeats.length;
+    await vi.waitFor(
+      async () => {
+        await settle();
+        expect(heartbeats.length).toBeGreaterThan(reported + 1);
+      },
+      { timeout: 5_000 },
+    );
+    // Failures are reported once: the heartbeats after recovery carry none.
+    expect(heartbeats.slice(reported).every((h) => h.sendFailures === 0)).toBe(true);
+    expect(forwarder.publisher.metrics.sendFailures).toBe(3);
+  });
+
+  it('fails /healthz once every send has failed for unhealthyAfterSeconds, and recovers with the queue', async () => {
+    let clock = Date.now();
+    await startForwarder({ unhealthyAfterSeconds: 60, now: () => clock });
+    const port = await forwarder.listen(0, '127.0.0.1');
+    const health = async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status;
+    await settle();
+    recorder.injectFault({ operation: 'SendMessageBatch', kind: 'server-error', times: 1_000 });
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await vi.waitFor(() => expect(forwarder.publisher.metrics.sendFailures).toBeGreaterThan(0));
+    // Failing, but not yet for long: a brief SQS outage must not restart the pod.
+    clock += 59_000;
+    expect(await health()).toBe(200);
+    clock += 2_000;
+    expect(await health()).toBe(503);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/forwarder_send_failing_seconds (6[0-9])/);
+    recorder.clearFaults();
+    await vi.waitFor(async () => expect(await settle()).toEqual(['service default/web']), {
+      timeout: 10_000,
+    });
+    expect(await health()).toBe(200);
+  });
+
   it('lists in pages, following the continue token to the last page', async () => {
     for (let i = 0; i < 250; i++)
       kube.store.create('services', 'default', {
@@ -365,7 +430,8 @@ describe('forwarder process', () => {
       // 'close', not 'exit': stdout may still hold the last lines when the process has exited.
       const [code] = (await once(child, 'close')) as [number];
       expect(code, output).toBe(0);
-      expect(Number(/"pending":(\d+)/.exec(output)?.[1] ?? 0), output).toBe(names.length);
+      // The 50 Services and the heartbeat sent at start.
+      expect(Number(/"pending":(\d+)/.exec(output)?.[1] ?? 0), output).toBe(names.length + 1);
       expect(output).toMatch(/"message":"stopped".*"undelivered":0/);
     } finally {
       child.kill('SIGKILL');
@@ -382,8 +448,10 @@ describe('forwarder process', () => {
         }),
       );
       if ((page.Messages ?? []).length === 0) break;
-      for (const m of page.Messages ?? [])
-        keys.add((JSON.parse(m.Body ?? '{}') as { key: string }).key);
+      for (const m of page.Messages ?? []) {
+        const body = JSON.parse(m.Body ?? '{}') as { kind: string; key: string };
+        if (body.kind !== 'heartbeat') keys.add(body.key);
+      }
     }
     expect([...keys].sort()).toEqual(names.map((n) => `default/${n}`).sort());
   }, 30_000);

@@ -22,6 +22,7 @@ describe('parseWorkMessage', () => {
     ['node', { v: 1, kind: 'node' }],
     ['node tick', { v: 1, kind: 'node', reason: 'tick', chain: 'c0ffee-1234' }],
     ['63-character labels', { v: 1, kind: 'service', key: `${label63}/${label63}` }],
+    ['heartbeat', { v: 1, kind: 'heartbeat', sendFailures: 3, pending: 12 }],
   ])('accepts a %s message', (_label, message) => {
     expect(parseWorkMessage(JSON.stringify(message))).toEqual({ ok: true, message });
   });
@@ -33,6 +34,15 @@ describe('parseWorkMessage', () => {
   it('rejects an unknown kind, naming the kind', () => {
     const problem = problemOf(parseWorkMessage('{"v":1,"kind":"delete","key":"default/web"}'));
     expect(problem).toMatch(/^kind: /);
+  });
+
+  it.each([
+    ['a negative failure count', '{"v":1,"kind":"heartbeat","sendFailures":-1,"pending":0}'],
+    ['a fractional count', '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":1.5}'],
+    ['no counts', '{"v":1,"kind":"heartbeat"}'],
+    ['a key', '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":0,"key":"default/web"}'],
+  ])('rejects a heartbeat with %s', (_label, body) => {
+    expect(problemOf(parseWorkMessage(body))).toBeTruthy();
   });
 
   it('rejects a message without a kind', () => {
