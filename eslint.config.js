@@ -77,7 +77,7 @@ const useCaseBoundary = pureBoundary(
 );
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/'] },
+  { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/', 'infra/k8s/code/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -62,8 +62,6 @@ const syncTimeout = Duration.seconds(syncTimeoutSeconds);
 
 export interface ControllerStackProps extends StackProps {
   readonly settings: ControllerSettings;
-  /** Skip the forwarder image asset (template tests; machines without Docker still synth with it). */
-  readonly withoutForwarderImage?: boolean;
 }
 
 /**
@@ -103,6 +101,9 @@ export class ControllerStack extends Stack {
       encryption: TableEncryption.AWS_MANAGED,
       // The table holds the ARNs of live NLBs; losing it with the stack would strand them.
       removalPolicy: RemovalPolicy.RETAIN,
+      // The same loss by hand (a stray delete-table, a cleanup script): deleting it now takes a
+      // deliberate update-table first (README, Uninstall).
+      deletionProtection: true,
     });
 
     // Only the VPC's ID is needed (security groups, function placement): no lookup, so the
@@ -147,11 +148,20 @@ export class ControllerStack extends Stack {
         maxConcurrency: eventSourceMaxConcurrency(settings.elbv2CallsPerSecond),
       }),
     );
+    // node-sync and sweep get reserved concurrency so that a burst of service-sync, or of other
+    // functions in the account, cannot take the slot they need. Each is single-flight: scheduled
+    // runs never overlap (node-sync: one a minute against a 30 s timeout; sweep: at least five
+    // minutes apart against a timeout under two minutes), and a second sweep finds its lease
+    // held and returns. The second slot is for Lambda's asynchronous retry of a failed run (one
+    // and two minutes later), which can land beside the next scheduled run; anything beyond is
+    // throttled and retried by Lambda. No more, as the account must keep 100 unreserved.
+    const singleFlightConcurrency = 2;
     const nodeSync = this.controllerFunction('NodeSync', 'node-sync', {
       environment,
       role: functionsRole,
       placement: functionPlacement,
       timeout: Duration.seconds(30),
+      reservedConcurrency: singleFlightConcurrency,
     });
     const sweep = this.controllerFunction('Sweep', 'sweep', {
       environment,
@@ -160,6 +170,7 @@ export class ControllerStack extends Stack {
       // Shorter than the sweep's lease (leaseSeconds), which it does not renew; what one pass
       // leaves is picked up by the next.
       timeout: Duration.seconds(syncTimeout.toSeconds() * 2 - 10),
+      reservedConcurrency: singleFlightConcurrency,
     });
 
     // The node-sync period itself is a chain of delayed messages (docs/runtime.md); the
@@ -267,12 +278,16 @@ export class ControllerStack extends Stack {
       new CfnOutput(this, 'ForwarderPolicyArn', { value: policy.managedPolicyArn });
     }
 
+    // By default no image: infra/k8s runs the bundle on a public Node image (no Docker to deploy).
     let forwarderImage: string | undefined;
-    if (!props.withoutForwarderImage) {
+    if (settings.forwarderImageBuild !== 'none') {
       const image = new DockerImageAsset(this, 'ForwarderImage', {
         directory: root,
         file: 'functions/forwarder/Dockerfile',
-        platform: Platform.LINUX_ARM64,
+        platform:
+          settings.forwarderImageBuild === 'linux/amd64'
+            ? Platform.LINUX_AMD64
+            : Platform.LINUX_ARM64,
         exclude: ['**', '!package.json', '!package-lock.json', '!tsconfig.json', '!functions/**'],
       });
       forwarderImage = image.imageUri;
@@ -347,6 +362,11 @@ export class ControllerStack extends Stack {
       role: Role;
       placement: FunctionPlacement | undefined;
       timeout: Duration;
+      /**
+       * None for service-sync: its event source mapping's MaximumConcurrency bounds it already,
+       * and a reservation would hold that many executions away from the rest of the account.
+       */
+      reservedConcurrency?: number;
     },
   ): NodejsFunction {
     const logGroup = new LogGroup(this, `${id}Logs`, {
@@ -369,6 +389,9 @@ export class ControllerStack extends Stack {
       architecture: Architecture.ARM_64,
       memorySize: 512,
       timeout: options.timeout,
+      ...(options.reservedConcurrency !== undefined
+        ? { reservedConcurrentExecutions: options.reservedConcurrency }
+        : {}),
       role: options.role,
       logGroup,
       loggingFormat: LoggingFormat.JSON,

@@ -99,6 +99,13 @@ export const controllerSettingsSchema = z.object({
    * this controller. The functions may put events on that bus only.
    */
   lifecycleEventBus: z._default(z.enum(['off', 'default', 'create']), 'off'),
+  /**
+   * The forwarder runs its bundle from a ConfigMap on a public multi-arch Node image, so a deploy
+   * needs no Docker. `linux/arm64` or `linux/amd64` builds functions/forwarder/Dockerfile for that
+   * platform instead and pushes it with the stack's assets (Docker needed), for clusters that may
+   * pull only from their own account.
+   */
+  forwarderImageBuild: z._default(z.enum(['none', 'linux/arm64', 'linux/amd64']), 'none'),
   /** An SNS topic the alarms notify. */
   alarmTopicArn: z.optional(matching(/^arn:aws[a-z-]*:sns:/, 'an SNS topic ARN')),
 });

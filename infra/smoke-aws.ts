@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient, UpdateTableCommand } from '@aws-sdk/client-dynamodb';
 import {
   ElasticLoadBalancingV2Client,
   paginateDescribeLoadBalancers,
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     ]);
     deployed = true;
     run('npx', ['tsx', 'infra/configure-k8s.ts', 'cdk-outputs.json']);
-    run('kubectl', ['apply', '-k', 'infra/k8s']);
+    run('kubectl', ['apply', '--server-side', '-k', 'infra/k8s']);
     writeFileSync(
       'smoke-service.json',
       JSON.stringify({
@@ -142,7 +142,14 @@ async function main(): Promise<void> {
       >;
       run('npx', ['cdk', 'destroy', stackName, ...context, '--force']);
       const table = outputs[stackName]?.StateTableName;
-      if (table) await new DynamoDBClient({}).send(new DeleteTableCommand({ TableName: table }));
+      if (table) {
+        const dynamodb = new DynamoDBClient({});
+        // DeleteTable is refused while the deletion protection the stack set is on.
+        await dynamodb.send(
+          new UpdateTableCommand({ TableName: table, DeletionProtectionEnabled: false }),
+        );
+        await dynamodb.send(new DeleteTableCommand({ TableName: table }));
+      }
     }
   }
 }

@@ -10,14 +10,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { startInClusterFront, type InClusterFront } from '../../test/support/in-cluster-front';
 import { buildForwarder } from '../../functions/forwarder/build';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { track } from '../support/children';
 
 export const rssTargetMiB = 100;
-/** The container's Node flags, read from functions/forwarder/Dockerfile's NODE_OPTIONS. */
+/** The container's Node flags, read from the Deployment's NODE_OPTIONS (infra/k8s). */
 const forwarderNodeFlags = (
-  /NODE_OPTIONS="([^"]*)"/.exec(readFileSync('functions/forwarder/Dockerfile', 'utf8'))?.[1] ?? ''
+  /name: NODE_OPTIONS\n\s+value: (.*)/.exec(
+    readFileSync('infra/k8s/deployment.yaml', 'utf8'),
+  )?.[1] ?? ''
 )
   .split(/\s+/)
   .filter((flag) => flag !== '');
@@ -147,12 +150,15 @@ export async function forwarderBench(
   const { services: serviceCount, nodes: nodeCount } = options;
   const kube = await FakeKubeApiServer.start();
   const children: ChildProcess[] = [];
+  let front: InClusterFront | undefined;
   try {
     for (let i = 0; i < nodeCount; i++) kube.store.create('nodes', '', realisticNode(i));
     for (let i = 0; i < serviceCount; i++)
       kube.store.create('services', realisticService(i).metadata.namespace, realisticService(i));
     const dir = mkdtempSync(join(tmpdir(), 'bench-fwd-'));
     writeFileSync(join(dir, 'kubeconfig'), kube.kubeconfigText());
+    // The forwarder runs as in a Pod (HTTPS, ServiceAccount token); the baseline uses a kubeconfig.
+    front = await startInClusterFront(kube.url);
     const bundle = join(dir, 'main.mjs');
     await buildForwarder(bundle);
     const sqs = new SQSClient({
@@ -177,6 +183,7 @@ export async function forwarderBench(
       spawn(process.execPath, [...forwarderNodeFlags, bundle], {
         env: {
           ...env,
+          ...front.env,
           CONTROLLER_CONFIG: JSON.stringify({
             clusterName: 'bench',
             region: 'us-east-1',
@@ -227,6 +234,7 @@ export async function forwarderBench(
     };
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await front?.close();
     await kube.stop();
   }
 }

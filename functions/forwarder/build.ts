@@ -1,32 +1,11 @@
-import { build, type Plugin } from 'esbuild';
+import { build } from 'esbuild';
 
 /**
- * client-node does not declare its modules free of side effects, so a bundler keeps its generated
- * models and API classes for every Kubernetes kind (tens of MiB of resident memory) even when only
- * KubeConfig and Watch are used. They are plain class definitions: say so, and unused ones drop out.
- */
-function sideEffectFree(filter: RegExp): Plugin {
-  return {
-    name: 'side-effect-free',
-    setup(build) {
-      build.onResolve({ filter: /.*/ }, async (args) => {
-        if (args.pluginData === 'resolving') return undefined;
-        const result = await build.resolve(args.path, {
-          kind: args.kind,
-          importer: args.importer,
-          resolveDir: args.resolveDir,
-          pluginData: 'resolving',
-        });
-        if (result.errors.length > 0 || !filter.test(result.path)) return undefined;
-        return { ...result, sideEffects: false };
-      });
-    },
-  };
-}
-
-/**
- * Bundles the forwarder into one ESM file for its container image (production code only). The
- * banner gives CommonJS dependencies the `require` they expect inside an ES module.
+ * Bundles the forwarder into one ESM file (production code only). It runs from a ConfigMap on a
+ * public Node image (infra/k8s), so it must stay well under a ConfigMap's 1 MiB: that is why the
+ * forwarder reaches the API server without client-node (functions/forwarder/in-cluster.ts). Names
+ * are kept, so stack traces read without a source map. The banner gives CommonJS dependencies the
+ * `require` they expect inside an ES module.
  */
 export async function buildForwarder(outfile: string): Promise<void> {
   await build({
@@ -36,19 +15,19 @@ export async function buildForwarder(outfile: string): Promise<void> {
     platform: 'node',
     target: 'node24',
     format: 'esm',
-    // Whitespace and syntax only: names survive for readable stack traces without a source map.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    sourcemap: true,
+    minify: true,
+    keepNames: true,
     legalComments: 'none',
     banner: {
       js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
     },
     logLevel: 'warning',
-    plugins: [sideEffectFree(/[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]/)],
   });
 }
 
+/** A ConfigMap holds at most 1 MiB; the bundle keeps room for the object's other fields. */
+export const forwarderBundleLimitBytes = 900 * 1024;
+
 if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
-  await buildForwarder(process.argv[2] ?? 'dist/forwarder/main.mjs');
+  await buildForwarder(process.argv[2] ?? 'infra/k8s/code/forwarder.mjs');
 }

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { KubeConfig, V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { ClaimPolicy } from '../core/claim';
 import {
   nodeChangeAffectsHosts,
@@ -12,11 +12,13 @@ import type { Node, Service } from '../core/objects';
 import type { WorkMessage } from '../runtime/messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
+import type { KubeConnection } from './in-cluster';
 import { KubeHttp } from './kube-http';
 import { listPage, ResourceWatch } from './resource-watch';
 
 export interface ForwarderOptions {
-  readonly kubeConfig: KubeConfig;
+  /** The Pod's ServiceAccount (InClusterConnection), or a client-node KubeConfig outside the cluster. */
+  readonly kubeConfig: KubeConnection;
   readonly claim: ClaimPolicy;
   readonly nodePolicy: NodePolicy;
   /** Sends a batch of at most 10 messages to the work queue. */

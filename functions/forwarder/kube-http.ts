@@ -1,6 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConnection } from './in-cluster';
 
 /** An API server answer other than 200, with its status (410 Gone drives a re-list). */
 export class KubeHttpError extends Error {
@@ -14,16 +14,16 @@ export class KubeHttpError extends Error {
 }
 
 /**
- * GET requests to the API server over Node's own HTTP stack, authenticated by client-node's
- * KubeConfig (tokens, client certificates, exec plugins and proxies as kubeconfig describes
- * them). client-node's fetch path goes through the undici package and its WebAssembly HTTP
+ * GET requests to the API server over Node's own HTTP stack, authenticated by the connection: the
+ * Pod's ServiceAccount in the cluster, or client-node's KubeConfig elsewhere (tokens, client
+ * certificates, exec plugins and proxies as kubeconfig describes them). client-node's fetch path goes through the undici package and its WebAssembly HTTP
  * parser, which costs the forwarder more resident memory than everything it keeps; Node's
  * built-in parser is native.
  */
 export class KubeHttp {
   private agent: { readonly key: string; readonly agent: http.Agent } | undefined;
 
-  constructor(private readonly kubeConfig: KubeConfig) {}
+  constructor(private readonly kubeConfig: KubeConnection) {}
 
   /** Starts a GET and resolves with the response once its status is 200. */
   async get(

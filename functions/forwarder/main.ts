@@ -1,10 +1,10 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { KubeConfig } from '@kubernetes/client-node';
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import { forwarderConfigFromEnvironment } from './config';
 import { Forwarder } from './forwarder';
+import { InClusterConnection } from './in-cluster';
 
-/** The forwarder process: in-cluster credentials, SQS from Pod Identity / IRSA, stop on SIGTERM. */
+/** The forwarder process: the Pod's ServiceAccount, SQS from Pod Identity / IRSA, stop on SIGTERM. */
 function log(
   level: 'info' | 'warn' | 'error',
   message: string,
@@ -16,8 +16,7 @@ function log(
 }
 
 const config = forwarderConfigFromEnvironment(process.env);
-const kubeConfig = new KubeConfig();
-kubeConfig.loadFromDefault();
+const kubeConfig = new InClusterConnection(process.env);
 const queue = new SqsWorkQueue(
   new SQSClient({
     region: config.region,

@@ -193,6 +193,31 @@ describe('CDK app (infra/)', () => {
     template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
   });
 
+  it('protects the state table from deletion, and the README says how to lift it before deleting', () => {
+    const { template } = synth();
+    template.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: true });
+    const readme = readFileSync('README.md', 'utf8');
+    const uninstall = readme.slice(
+      readme.indexOf('### Uninstall'),
+      readme.indexOf('## Documentation'),
+    );
+    const lift = uninstall.indexOf('--no-deletion-protection-enabled');
+    expect(lift).toBeGreaterThan(-1);
+    expect(uninstall.indexOf('aws dynamodb delete-table')).toBeGreaterThan(lift);
+  });
+
+  it('reserves a little concurrency for node-sync and sweep, none for service-sync (its event source caps it)', () => {
+    const { template } = synth();
+    const reserved = Object.fromEntries(
+      Object.entries(template.findResources('AWS::Lambda::Function')).map(([id, fn]) => [
+        id.replace(/[0-9A-F]{8}$/, ''),
+        (fn as { Properties: { ReservedConcurrentExecutions?: number } }).Properties
+          .ReservedConcurrentExecutions,
+      ]),
+    );
+    expect(reserved).toEqual({ ServiceSync: undefined, NodeSync: 2, Sweep: 2 });
+  });
+
   it('schedules node sync every minute and the sweep at its period', () => {
     const { template } = synth({ sweepPeriodSeconds: '900' });
     template.hasResourceProperties('AWS::Events::Rule', {
@@ -723,8 +748,41 @@ describe('CDK app (infra/)', () => {
       'newName: 123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets',
     );
     expect(kustomization).toContain('newTag: abc123');
+    expect(kustomization).not.toContain('digest:');
+    // A mirror of the base image, pinned by digest, replaces the tag.
+    const mirror = `registry.example.com/mirror/nodejs24@sha256:${'a'.repeat(64)}`;
+    configureKustomization(
+      { 'ServerlessServiceController-demo': { ForwarderConfig: JSON.stringify(config) } },
+      files,
+      { image: mirror },
+    );
+    const mirrored = readFileSync(files.kustomization, 'utf8');
+    expect(mirrored).toContain('newName: registry.example.com/mirror/nodejs24\n');
+    expect(mirrored).toContain(`digest: sha256:${'a'.repeat(64)}`);
+    expect(mirrored).not.toContain('newTag:');
     expect(() => configureKustomization({}, files)).toThrow(/found 0/);
   });
+
+  it('builds no image by default, so a deploy needs no Docker; forwarderImageBuild builds one for the platform asked', () => {
+    const dockerImages = (context: Record<string, unknown>) => {
+      const { app, stack, template } = synth(context);
+      const assembly = app.synth();
+      const manifest = JSON.parse(
+        readFileSync(join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8'),
+      ) as { dockerImages?: Record<string, { source: { platform?: string } }> };
+      return {
+        images: Object.values(manifest.dockerImages ?? {}).map((i) => i.source.platform),
+        outputs: Object.keys(template.findOutputs('*')),
+      };
+    };
+    const plain = dockerImages({});
+    expect(plain.images).toEqual([]);
+    expect(plain.outputs).not.toContain('ForwarderImageUri');
+    const built = dockerImages({ forwarderImageBuild: 'linux/amd64' });
+    expect(built.images).toEqual(['linux/amd64']);
+    expect(built.outputs).toContain('ForwarderImageUri');
+    expect(() => synth({ forwarderImageBuild: 'x86' })).toThrow(/forwarderImageBuild/);
+  }, 60_000);
 
   describe('lifecycle events bus (lifecycleEventBus)', () => {
     /** The functions' configuration as deployed: the literal parts of CONTROLLER_CONFIG. */

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -14,13 +14,15 @@ import {
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
-import { buildForwarder } from '../../functions/forwarder/build';
+import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
+import { InClusterConnection } from '../../functions/forwarder/in-cluster';
 import { KubeHttp } from '../../functions/forwarder/kube-http';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
+import { startInClusterFront } from '../support/in-cluster-front';
 import { MotoAccount } from '../support/moto';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -310,6 +312,34 @@ describe('forwarder', () => {
     expect(await health()).toBe(200);
   });
 
+  it('in a Pod: reaches the API server over HTTPS with the ServiceAccount token and CA, reading a renewed token', async () => {
+    const front = await startInClusterFront(kube.url);
+    try {
+      forwarder = new Forwarder({
+        kubeConfig: new InClusterConnection(front.env),
+        claim,
+        nodePolicy: 'stable',
+        send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
+        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
+      });
+      forwarder.start();
+      await vi.waitFor(() => expect(forwarder.ready).toBe(true));
+      await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('a') });
+      expect(await settle()).toEqual(['service default/a']);
+      // The kubelet renews the token; the next request (the watch's restart) must carry it.
+      front.rotateToken('token-2');
+      kube.dropWatches();
+      await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('b') });
+      await vi.waitFor(async () => expect(await settle()).toContain('service default/b'), {
+        timeout: 10_000,
+      });
+      expect(front.refused).toBe(0);
+    } finally {
+      await forwarder.stop(1000);
+      await front.close();
+    }
+  });
+
   it('lists in pages, following the continue token to the last page', async () => {
     for (let i = 0; i < 250; i++)
       kube.store.create('services', 'default', {
@@ -393,17 +423,19 @@ describe('forwarder process', () => {
     // SQS is reached through a gate held closed until the signal, so the buffer is full then.
     const gate = await startGate(endpoint);
     const dir = mkdtempSync(join(tmpdir(), 'fwd-'));
-    writeFileSync(join(dir, 'kubeconfig'), kube.kubeconfigText());
+    // As in a Pod: the API server over HTTPS, the ServiceAccount's token and CA on disk.
+    const front = await startInClusterFront(kube.url);
     const names = Array.from({ length: 50 }, (_, i) => `svc-${i}`);
     for (const name of names)
       kube.store.create('services', 'default', loadBalancerService(name) as never);
-    // The bundle the container image runs, with plain node.
+    // The bundle the Deployment runs from its ConfigMap, with plain node.
     const bundle = join(dir, 'main.mjs');
     await buildForwarder(bundle);
+    expect(statSync(bundle).size).toBeLessThan(forwarderBundleLimitBytes);
     const child = spawn(process.execPath, [bundle], {
       env: {
-        ...process.env,
-        KUBECONFIG: join(dir, 'kubeconfig'),
+        PATH: process.env.PATH ?? '',
+        ...front.env,
         AWS_ACCESS_KEY_ID: 'testing',
         AWS_SECRET_ACCESS_KEY: 'testing',
         CONTROLLER_CONFIG: JSON.stringify({
@@ -436,6 +468,7 @@ describe('forwarder process', () => {
     } finally {
       child.kill('SIGKILL');
       gate.close();
+      await front.close();
     }
     const keys = new Set<string>();
     for (;;) {
