@@ -456,6 +456,16 @@ describe('forwarder process', () => {
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
       await vi.waitFor(() => expect(gate.held).toBeGreaterThan(0), { timeout: 15_000 });
+      // The first held send may be the heartbeat sent at start: wait until the initial lists
+      // are done (/readyz), so every Service is in the buffer when the signal comes.
+      await vi.waitFor(
+        async () => {
+          const port = /"message":"forwarder started".*?"port":(\d+)/.exec(output)?.[1];
+          expect(port).toBeDefined();
+          expect((await fetch(`http://127.0.0.1:${port ?? 0}/readyz`)).status).toBe(200);
+        },
+        { timeout: 15_000 },
+      );
       child.kill('SIGTERM');
       await vi.waitFor(() => expect(output).toContain('stopping: delivering what is pending'));
       gate.open();
