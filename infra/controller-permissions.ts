@@ -13,8 +13,9 @@ export interface ControllerPermissionsProps {
  * cluster's ownership tag, and change or delete only resources that already carry it. The condition
  * keys are the ones AWS documents for these services: `aws:RequestTag/<key>` on create,
  * `elasticloadbalancing:CreateAction` / `ec2:CreateAction` for tags applied by a create call,
- * `aws:ResourceTag/<key>` on existing resources, `aws:TagKeys` to keep the ownership tags fixed. Nothing offline can evaluate these, so
- * test/infra/controller-stack.test.ts pins them.
+ * `aws:ResourceTag/<key>` on existing resources, `aws:TagKeys` to keep the ownership tags fixed.
+ * test/iam/ evaluates every AWS call the tests record against them with a policy simulator, and
+ * checks each key against AWS's service authorization reference.
  */
 export function controllerPermissions(
   stack: Stack,

@@ -14,9 +14,10 @@ import {
   ensureTable,
   type AwsAccess,
 } from './aws-resources';
-import { FakeKubeApiServer } from './fake-kube';
+import { FakeKubeApiServer, type Denial } from './fake-kube';
 import { converged, LocalController, renderProgress } from './local-controller';
 import { MotoMissingError, startMotoServer } from './moto-server';
+import { loadProjectRbac } from './project-rbac';
 import { planUninstall, uninstall } from './uninstall';
 
 const defaultQueueName = 'serverless-service-controller-work';
@@ -41,6 +42,10 @@ kubeconfig, printed at start) or with kubectl. Ctrl-C stops everything.
 Options (each also from the environment variable shown):
   --kubeconfig PATH            KUBECONFIG    manage this cluster (real mode) instead of the embedded one
   --embedded                                 the embedded default even when KUBECONFIG is set
+  --rbac                       SSC_RBAC=true  embedded: the simulated cluster enforces the RBAC of
+                               infra/k8s; the functions and the forwarder run as their own
+                               identities there, each refused request is printed (and fails
+                               --until-converged); the commands above and kubectl stay admin
   --cluster-name NAME          SSC_CLUSTER_NAME        real mode: names and tags what it owns
   --region REGION              AWS_REGION              then AWS_DEFAULT_REGION, default us-east-1
   --vpc-id ID                  SSC_VPC_ID              real mode: the cluster VPC
@@ -84,6 +89,7 @@ const options = {
   help: { type: 'boolean', short: 'h' },
   kubeconfig: { type: 'string' },
   embedded: { type: 'boolean' },
+  rbac: { type: 'boolean' },
   'cluster-name': { type: 'string' },
   region: { type: 'string' },
   'vpc-id': { type: 'string' },
@@ -167,6 +173,12 @@ async function run(flags: Flags): Promise<number> {
     queueName: setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? defaultQueueName,
     tableName: setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName,
   };
+  const rbac = setting(flags, 'rbac', 'SSC_RBAC') === 'true';
+  if (rbac && !embedded) {
+    throw new UsageError(
+      '--rbac applies to the embedded cluster; a real cluster enforces its own RBAC',
+    );
+  }
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
     for (const step of cleanups.reverse()) await step().catch(() => undefined);
@@ -174,6 +186,10 @@ async function run(flags: Flags): Promise<number> {
   try {
     let aws: AwsAccess;
     let kubeconfig: string;
+    // Under --rbac, the functions and the forwarder each have their own identity's kubeconfig.
+    let functionsKubeconfig: string | undefined;
+    let forwarderKubeconfig: string | undefined;
+    let denials: readonly Denial[] = [];
     let defaults: { clusterName?: string; vpcId?: string; backendSecurityGroupId?: string } = {};
     let create = setting(flags, 'create-resources', 'SSC_CREATE_RESOURCES') === 'true';
     if (embedded) {
@@ -194,11 +210,24 @@ async function run(flags: Flags): Promise<number> {
       };
       process.env.AWS_ACCESS_KEY_ID = 'local';
       process.env.AWS_SECRET_ACCESS_KEY = 'local';
-      const kube = await FakeKubeApiServer.start();
+      const project = rbac ? loadProjectRbac() : undefined;
+      const kube = await FakeKubeApiServer.start(project ? { rbac: project.authorizer } : {});
       cleanups.push(() => kube.stop());
       mkdirSync(stateDir, { recursive: true });
       kubeconfig = join(stateDir, 'kubeconfig');
       writeFileSync(kubeconfig, kube.kubeconfigText());
+      if (project !== undefined) {
+        functionsKubeconfig = join(stateDir, 'functions.kubeconfig');
+        writeFileSync(functionsKubeconfig, kube.kubeconfigText({ as: project.functions }));
+        forwarderKubeconfig = join(stateDir, 'forwarder.kubeconfig');
+        writeFileSync(forwarderKubeconfig, kube.kubeconfigText({ as: project.forwarder }));
+        denials = kube.denials;
+        console.log(
+          `RBAC of infra/k8s enforced: the functions run as ${project.functions.name} ` +
+            `(groups ${project.functions.groups.join(', ')}), the forwarder as ` +
+            `${project.forwarder.name}; kubectl and the CLI's commands act as the admin.`,
+        );
+      }
       const clusterName = setting(flags, 'cluster-name', 'SSC_CLUSTER_NAME') ?? 'local';
       const network = await createSimulatedNetwork(aws, clusterName);
       for (const node of await network.addInstances(3)) {
@@ -228,8 +257,20 @@ async function run(flags: Flags): Promise<number> {
       );
     }
     const resources = await ensureQueueAndTable(aws, names, create);
-    const config = controllerConfig(flags, aws, resources, kubeconfig, defaults);
-    const controller = new LocalController(config, kubeconfig, aws, consoleLog);
+    const config = controllerConfig(
+      flags,
+      aws,
+      resources,
+      functionsKubeconfig ?? kubeconfig,
+      defaults,
+    );
+    const controller = new LocalController(
+      config,
+      kubeconfig,
+      aws,
+      consoleLog,
+      forwarderKubeconfig === undefined ? {} : { forwarderKubeconfig },
+    );
     controller.start();
     cleanups.push(() => controller.stop());
 
@@ -245,7 +286,24 @@ async function run(flags: Flags): Promise<number> {
     });
     const deadline = Date.now() + timeoutSeconds * 1000;
     let shown = '';
+    let reported = 0;
+    /** Prints refusals not yet shown; true when a run waiting for convergence must fail. */
+    const refused = (): boolean => {
+      for (const denial of denials.slice(reported)) {
+        console.error(`rbac: refused ${denial.method} ${denial.request.path}: ${denial.message}`);
+      }
+      reported = denials.length;
+      // A refusal means the manifests lack a permission, whatever the progress shows.
+      if (flags['until-converged'] && reported > 0) {
+        console.error(
+          'Not converged: the API server refused requests under the RBAC of infra/k8s.',
+        );
+        return true;
+      }
+      return false;
+    };
     while (!stopping) {
+      if (refused()) return 1;
       const rows = await controller.progress().catch((error: unknown) => {
         console.error(`progress: ${String(error)}`);
         return undefined;
@@ -257,6 +315,7 @@ async function run(flags: Flags): Promise<number> {
           shown = text;
         }
         if (flags['until-converged'] && converged(rows)) {
+          if (refused()) return 1;
           console.log('Converged: every LoadBalancer Service has its NLB, targets and status.');
           return 0;
         }

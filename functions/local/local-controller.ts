@@ -22,10 +22,20 @@ export interface ServiceProgress {
 
 const quietMetrics: RuntimeMetrics = { count: () => undefined, milliseconds: () => undefined };
 
+export interface LocalControllerOptions {
+  /**
+   * The forwarder's own kubeconfig, so it runs as its ServiceAccount would (`--rbac`); by default
+   * it shares the one given for the progress display.
+   */
+  readonly forwarderKubeconfig?: string;
+}
+
 /**
  * Every role of the controller in one process, on the same code paths as in AWS: the forwarder
  * watching the cluster, service-sync workers long-polling the work queue and running the Lambda
  * handler's batch processing (with its visibility backoff), the node-sync schedule and the sweep.
+ * The functions reach the cluster through `config.kubernetes`; `kubeconfigPath` is the progress
+ * display's (and the forwarder's unless it has its own).
  */
 export class LocalController {
   readonly runtime: RuntimeContext;
@@ -41,6 +51,7 @@ export class LocalController {
     kubeconfigPath: string,
     aws: AwsAccess,
     private readonly log: RuntimeLog,
+    options: LocalControllerOptions = {},
   ) {
     this.runtime = createRuntime(config, {
       log,
@@ -51,8 +62,13 @@ export class LocalController {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
     this.api = kubeConfig.makeApiClient(CoreV1Api);
+    let forwarderKubeConfig = kubeConfig;
+    if (options.forwarderKubeconfig !== undefined) {
+      forwarderKubeConfig = new KubeConfig();
+      forwarderKubeConfig.loadFromFile(options.forwarderKubeconfig);
+    }
     this.forwarder = new Forwarder({
-      kubeConfig,
+      kubeConfig: forwarderKubeConfig,
       claim: { loadBalancerClass: config.loadBalancerClass, claimClassless: config.claimClassless },
       nodePolicy: config.nodePolicy,
       send: (messages) => this.runtime.queue.send(messages),

@@ -8,7 +8,8 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FakeKubeApiServer } from '../../functions/local/fake-kube';
+import { FakeKubeApiServer, type UserInfo } from '../../functions/local/fake-kube';
+import { loadProjectRbac } from '../../functions/local/project-rbac';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
 
 let server: FakeKubeApiServer;
@@ -522,5 +523,77 @@ describe('fault hooks and configuration', () => {
     } finally {
       await guarded.stop();
     }
+  });
+});
+
+describe('RBAC (the rbac option, with the manifests of infra/k8s)', () => {
+  const project = loadProjectRbac();
+  let guarded: FakeKubeApiServer;
+  const as = (user: UserInfo) => guarded.kubeConfig({ as: user }).makeApiClient(CoreV1Api);
+
+  beforeEach(async () => {
+    guarded = await FakeKubeApiServer.start({ rbac: project.authorizer });
+  });
+
+  afterEach(async () => {
+    await guarded.stop();
+  });
+
+  it('serves what a role grants, to the user its token authenticates as', async () => {
+    const admin = guarded.kubeConfig().makeApiClient(CoreV1Api);
+    await admin.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await expect(
+      as(project.functions).readNamespacedService({ name: 'web', namespace: 'default' }),
+    ).resolves.toMatchObject({ metadata: { name: 'web' } });
+    await expect(as(project.forwarder).listServiceForAllNamespaces()).resolves.toMatchObject({
+      items: [{ metadata: { name: 'web' } }],
+    });
+    expect(guarded.requests.map((r) => r.user)).toEqual([
+      'admin',
+      project.functions.name,
+      project.forwarder.name,
+    ]);
+    expect(guarded.denials).toEqual([]);
+  });
+
+  it('answers a call outside the rules with the API server’s 403 Status and records it', async () => {
+    guarded.store.create('nodes', '', readyNode('n1') as never);
+    const refused = await apiError(as(project.functions).deleteNode({ name: 'n1' }));
+    expect(refused.code).toBe(403);
+    const message = `nodes "n1" is forbidden: User "${project.functions.name}" cannot delete resource "nodes" in API group "" at the cluster scope`;
+    expect(statusOf(refused)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Status',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason: 'Forbidden',
+      details: { name: 'n1', kind: 'nodes' },
+      code: 403,
+    });
+    expect(guarded.store.get('nodes', '', 'n1')).toBeDefined();
+    const watch = await fetch(`${guarded.url}/api/v1/services?watch=true`, {
+      headers: { Authorization: `Bearer ${guarded.tokenFor(project.functions)}` },
+    });
+    expect(watch.status).toBe(403);
+    expect(guarded.denials.map((d) => [d.user, d.request.verb, d.message])).toEqual([
+      [project.functions.name, 'delete', message],
+      [
+        project.functions.name,
+        'watch',
+        `services is forbidden: User "${project.functions.name}" cannot watch resource "services" in API group "" at the cluster scope`,
+      ],
+    ]);
+  });
+
+  it('lets the admin (system:masters) do anything, and refuses an unknown token with 401', async () => {
+    const admin = guarded.kubeConfig().makeApiClient(CoreV1Api);
+    await admin.createNode({ body: readyNode('n1') });
+    await admin.deleteNode({ name: 'n1' });
+    const stranger = await fetch(`${guarded.url}/api/v1/nodes`, {
+      headers: { Authorization: 'Bearer not-a-token-it-minted' },
+    });
+    expect(stranger.status).toBe(401);
+    expect(guarded.denials).toEqual([]);
   });
 });

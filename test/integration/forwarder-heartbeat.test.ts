@@ -31,7 +31,8 @@ function startForwarder(heartbeatSeconds: number) {
   const sqs = recorder.attach(world.account.client(SQSClient, { maxAttempts: 1 }));
   const queue = new SqsWorkQueue(sqs, world.config.queueUrl);
   forwarder = new Forwarder({
-    kubeConfig: world.kube.kubeConfig(),
+    // As in the cluster: its ServiceAccount, under the RBAC of infra/k8s.
+    kubeConfig: world.kube.kubeConfig({ as: world.rbac?.forwarder }),
     claim: { loadBalancerClass: world.config.loadBalancerClass, claimClassless: false },
     nodePolicy: 'stable',
     send: (messages) => queue.send(messages),

@@ -11,7 +11,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
@@ -21,12 +21,15 @@ import { KubeHttp } from '../../functions/forwarder/kube-http';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
+import { loadProjectRbac } from '../../functions/local/project-rbac';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
 import { startInClusterFront } from '../support/in-cluster-front';
 import { MotoAccount } from '../support/moto';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const claim = { loadBalancerClass: 'serverless-service-controller.io/nlb', claimClassless: true };
+/** The forwarder runs as its ServiceAccount, under the RBAC of infra/k8s; the test as the admin. */
+const rbac = loadProjectRbac();
 
 let kube: FakeKubeApiServer;
 let api: CoreV1Api;
@@ -42,7 +45,7 @@ async function startForwarder(
   options: { heartbeatSeconds?: number; unhealthyAfterSeconds?: number; now?: () => number } = {},
 ) {
   forwarder = new Forwarder({
-    kubeConfig: kube.kubeConfig(),
+    kubeConfig: kube.kubeConfig({ as: rbac.forwarder }),
     claim,
     nodePolicy: 'stable',
     send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
@@ -93,7 +96,7 @@ async function settle() {
 beforeEach(async () => {
   received.length = 0;
   heartbeats.length = 0;
-  kube = await FakeKubeApiServer.start();
+  kube = await FakeKubeApiServer.start({ rbac: rbac.authorizer });
   api = kube.kubeConfig().makeApiClient(CoreV1Api);
   recorder = new AwsCallRecorder();
   sqs = recorder.attach(new MotoAccount().client(SQSClient, { maxAttempts: 1 }));
@@ -103,6 +106,8 @@ beforeEach(async () => {
 afterEach(async () => {
   await forwarder?.stop(1000);
   await kube.stop();
+  // A call outside the forwarder's ClusterRole fails the test that made it.
+  expect(kube.denials.map((d) => d.message)).toEqual([]);
 });
 
 describe('forwarder', () => {
@@ -313,7 +318,9 @@ describe('forwarder', () => {
   });
 
   it('in a Pod: reaches the API server over HTTPS with the ServiceAccount token and CA, reading a renewed token', async () => {
-    const front = await startInClusterFront(kube.url);
+    const front = await startInClusterFront(kube.url, {
+      upstreamToken: kube.tokenFor(rbac.forwarder),
+    });
     try {
       forwarder = new Forwarder({
         kubeConfig: new InClusterConnection(front.env),
@@ -340,13 +347,39 @@ describe('forwarder', () => {
     }
   });
 
+  it('is refused what its ClusterRole does not grant: a 403 the API server records', async () => {
+    await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    const asForwarder = kube.kubeConfig({ as: rbac.forwarder }).makeApiClient(CoreV1Api);
+    const refused = await asForwarder
+      .patchNamespacedService(
+        { name: 'web', namespace: 'default', body: { metadata: { labels: { a: 'b' } } } },
+        merge,
+      )
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiException);
+    expect((refused as ApiException<unknown>).code).toBe(403);
+    expect(JSON.parse((refused as ApiException<string>).body)).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'Forbidden',
+      code: 403,
+      details: { name: 'web', kind: 'services' },
+    });
+    expect(kube.denials.map((d) => d.message)).toEqual([
+      `services "web" is forbidden: User "${rbac.forwarder.name}" cannot patch resource "services" in API group "" in the namespace "default"`,
+    ]);
+    expect(kube.store.get('services', 'default', 'web').metadata.labels).toBeUndefined();
+    // That refusal was the point; afterEach fails on any other.
+    kube.denials.length = 0;
+  });
+
   it('lists in pages, following the continue token to the last page', async () => {
     for (let i = 0; i < 250; i++)
       kube.store.create('services', 'default', {
         metadata: { name: `s-${i}` },
         spec: { ports: [{ port: 80 }] },
       });
-    const http = new KubeHttp(kube.kubeConfig());
+    const http = new KubeHttp(kube.kubeConfig({ as: rbac.forwarder }));
     const first = await listPage(http, '/api/v1/services', 100, undefined);
     const second = await listPage(http, '/api/v1/services', 100, first.metadata?._continue);
     const third = await listPage(http, '/api/v1/services', 100, second.metadata?._continue);
@@ -424,7 +457,9 @@ describe('forwarder process', () => {
     const gate = await startGate(endpoint);
     const dir = mkdtempSync(join(tmpdir(), 'fwd-'));
     // As in a Pod: the API server over HTTPS, the ServiceAccount's token and CA on disk.
-    const front = await startInClusterFront(kube.url);
+    const front = await startInClusterFront(kube.url, {
+      upstreamToken: kube.tokenFor(rbac.forwarder),
+    });
     const names = Array.from({ length: 50 }, (_, i) => `svc-${i}`);
     for (const name of names)
       kube.store.create('services', 'default', loadBalancerService(name) as never);

@@ -130,6 +130,52 @@ describe('npm start (embedded default)', () => {
     expect((await inventory(clusterName)).resources).toContain('load-balancer (default/hello)');
     expect(await registeredTargets(clusterName)).toHaveLength(3);
   }, 150_000);
+
+  it('with --rbac: the functions and the forwarder run under the RBAC of infra/k8s, the commands as the admin', async () => {
+    const clusterName = `rbac-${Date.now().toString(36)}`;
+    const run = start(process.execPath, [...cliArgs, '--rbac'], {
+      ...awsEnv,
+      SSC_CLUSTER_NAME: clusterName,
+      SSC_QUEUE_NAME: `${clusterName}-work`,
+      SSC_TABLE_NAME: `${clusterName}-state`,
+    });
+    const shows = (pattern: RegExp, what: string) =>
+      eventually(
+        () => Promise.resolve(run.output()),
+        (output) => pattern.test(output),
+        what,
+      );
+    try {
+      await shows(/default\/hello +ready +3 /, 'the sample Service ready');
+      expect(run.output()).toContain(
+        'the forwarder as system:serviceaccount:serverless-service-controller:forwarder',
+      );
+      const kubeconfig = /kubectl --kubeconfig (\S+)/.exec(run.output())?.[1] ?? '';
+      const file = join(mkdtempSync(join(tmpdir(), 'cli-rbac-')), 'second.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'second', namespace: 'default' },
+          spec: {
+            type: 'LoadBalancer',
+            loadBalancerClass: 'serverless-service-controller.io/nlb',
+            ports: [{ name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 }],
+          },
+        }),
+      );
+      const applied = await cli(['apply', '-f', file, '--kubeconfig', kubeconfig]);
+      expect(applied.output).toContain('service/default/second created');
+      const added = await cli(['node', 'add', '1', '--kubeconfig', kubeconfig]);
+      expect(added.code, added.output).toBe(0);
+      await shows(/default\/second +ready +4 /, 'the applied Service ready on the four nodes');
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    expect(await run.closed, run.output()).toBe(0);
+    expect(run.output()).not.toContain('rbac: refused');
+  }, 150_000);
 });
 
 describe('the CLI in real mode', () => {

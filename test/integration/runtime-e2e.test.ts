@@ -5,7 +5,7 @@ import {
   DescribeTargetGroupsCommand,
   DescribeTargetHealthCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { servicePk } from '../../functions/aws/dynamo-state-store';
 import { readNlbState } from '../../functions/aws/nlb-state';
@@ -197,6 +197,41 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(result.batchItemFailures).toEqual([]);
     expect(await world.queueDepth()).toMatchObject({ visible: 0, delayed: 1 });
     expect(world.metrics.get('Retries')).toBe(1);
+  });
+
+  it('runs as the functions under the RBAC of infra/k8s: every request of a sync is theirs, and a call outside the ClusterRole is refused', async () => {
+    await createService();
+    const functions = world.rbac?.functions;
+    expect(functions).toBeDefined();
+    const theirs = new Set(
+      world.kube.requests
+        .filter((r) => r.user === functions?.name)
+        .map((r) => `${r.method} ${r.path}`),
+    );
+    expect([...theirs]).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/namespaces/default/services/web',
+        'PATCH /api/v1/namespaces/default/services/web',
+        'PATCH /api/v1/namespaces/default/services/web/status',
+        'POST /api/v1/namespaces/default/events',
+      ]),
+    );
+    // Everything else was the test's own admin client.
+    expect(world.kube.requests.every((r) => r.user === functions?.name || r.user === 'admin')).toBe(
+      true,
+    );
+
+    const node = world.aws.hosts[0]!.name;
+    const asFunctions = world.kube.kubeConfig({ as: functions }).makeApiClient(CoreV1Api);
+    const refused = await asFunctions.deleteNode({ name: node }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiException);
+    expect((refused as ApiException<unknown>).code).toBe(403);
+    expect(world.kube.denials.map((d) => d.message)).toEqual([
+      `nodes "${node}" is forbidden: User "${functions?.name}" cannot delete resource "nodes" in API group "" at the cluster scope`,
+    ]);
+    expect(world.kube.store.get('nodes', '', node)).toBeDefined();
+    // That refusal was the point; world.stop() fails on any other.
+    world.kube.denials.length = 0;
   });
 
   it('counts AWS calls by operation in the metrics', async () => {

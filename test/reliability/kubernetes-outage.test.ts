@@ -61,7 +61,8 @@ it('a Kubernetes API outage while forwarding: Services created meanwhile are que
   recordPending('Kubernetes API outage while forwarding', 3, how);
   world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
   forwarder = new Forwarder({
-    kubeConfig: world.kube.kubeConfig(),
+    // As in the cluster: its ServiceAccount, under the RBAC of infra/k8s.
+    kubeConfig: world.kube.kubeConfig({ as: world.rbac?.forwarder }),
     claim: { loadBalancerClass: world.config.loadBalancerClass, claimClassless: true },
     nodePolicy: 'stable',
     send: (messages) => new SqsWorkQueue(world.sqs, world.config.queueUrl).send(messages),

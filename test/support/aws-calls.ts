@@ -8,6 +8,7 @@ import type {
   MetadataBearer,
   MiddlewareStack,
 } from '@smithy/types';
+import { addIamRecording } from './iam/recording';
 
 /** Anything built on the SDK v3 middleware stack (every `@aws-sdk/client-*` client). */
 export interface InstrumentableClient {
@@ -65,8 +66,12 @@ export class AwsCallRecorder {
   readonly attempts: AwsCall[] = [];
   private faults: ActiveFault[] = [];
 
-  /** Instruments a client; returns it for chaining. */
+  /**
+   * Instruments a client; returns it for chaining. When the test run keeps an IAM call log
+   * (test/support/iam/call-log.ts), each call's IAM request context is written to it as well.
+   */
   attach<T extends InstrumentableClient>(client: T): T {
+    addIamRecording(client);
     client.middlewareStack.add(
       (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
         (args: InitializeHandlerArguments<object>) => {

@@ -23,7 +23,19 @@ export interface InClusterFront {
   close(): Promise<void>;
 }
 
-export async function startInClusterFront(upstream: string): Promise<InClusterFront> {
+export interface InClusterFrontOptions {
+  /**
+   * The token to pass on upstream instead of the Pod's: the identity the API server would
+   * authenticate the ServiceAccount token as (`FakeKubeApiServer.tokenFor`), so an upstream that
+   * enforces RBAC sees the ServiceAccount. Without it the Pod's token is passed on as it is.
+   */
+  readonly upstreamToken?: string;
+}
+
+export async function startInClusterFront(
+  upstream: string,
+  options: InClusterFrontOptions = {},
+): Promise<InClusterFront> {
   const dir = mkdtempSync(join(tmpdir(), 'in-cluster-'));
   execFileSync(
     'openssl',
@@ -59,9 +71,13 @@ export async function startInClusterFront(upstream: string): Promise<InClusterFr
         res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"kind":"Status"}');
         return;
       }
+      const headers =
+        options.upstreamToken === undefined
+          ? req.headers
+          : { ...req.headers, authorization: `Bearer ${options.upstreamToken}` };
       const upstreamRequest = request(
         `${upstream}${req.url ?? '/'}`,
-        { method: req.method, headers: req.headers },
+        { method: req.method, headers },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);

@@ -25,6 +25,7 @@ import {
 import { createRuntime } from '../../functions/runtime/wiring';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
+import { loadProjectRbac, type ProjectRbac } from '../../functions/local/project-rbac';
 import { MotoAccount } from './moto';
 
 export class RecordingLog implements RuntimeLog {
@@ -66,7 +67,10 @@ export interface RuntimeWorld {
   readonly account: MotoAccount;
   readonly aws: AwsCluster;
   readonly kube: FakeKubeApiServer;
+  /** The test's own client: the cluster's admin, beyond RBAC. */
   readonly api: CoreV1Api;
+  /** The manifests' RBAC the API server enforces, and the functions' and forwarder's identities. */
+  readonly rbac: ProjectRbac | undefined;
   readonly runtime: RuntimeContext;
   readonly config: ControllerConfig;
   readonly log: RecordingLog;
@@ -84,7 +88,16 @@ export interface RuntimeWorld {
   /** Handles batches until the queue stays empty for `quietSeconds`. */
   drain(quietSeconds?: number): Promise<void>;
   queueDepth(): Promise<{ visible: number; inFlight: number; delayed: number }>;
+  /** Stops the API server; fails if it refused any request (a call outside the manifests' RBAC). */
   stop(): Promise<void>;
+}
+
+export interface RuntimeWorldOptions {
+  /**
+   * Enforce infra/k8s's RBAC, with the runtime authenticated as the functions (default true): a
+   * Kubernetes call the ClusterRole does not grant gets 403 and fails the test at `stop()`.
+   */
+  readonly rbac?: boolean;
 }
 
 /**
@@ -110,6 +123,7 @@ function oneAtATime<C extends DynamoDBClient>(client: C): C {
 
 export async function createRuntimeWorld(
   overrides: Partial<ControllerConfig> = {},
+  options: RuntimeWorldOptions = {},
 ): Promise<RuntimeWorld> {
   const account = new MotoAccount();
   const aws = await createAwsCluster(3, undefined, account);
@@ -143,10 +157,11 @@ export async function createRuntimeWorld(
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
     }),
   );
-  const kube = await FakeKubeApiServer.start();
+  const rbac = options.rbac === false ? undefined : loadProjectRbac();
+  const kube = await FakeKubeApiServer.start(rbac ? { rbac: rbac.authorizer } : {});
   const dir = mkdtempSync(join(tmpdir(), 'ssc-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfigPath, kube.kubeconfigText());
+  writeFileSync(kubeconfigPath, kube.kubeconfigText(rbac ? { as: rbac.functions } : {}));
   const createNode = (host: Host) =>
     kube.store.create('nodes', '', {
       metadata: { name: host.name },
@@ -198,6 +213,7 @@ export async function createRuntimeWorld(
     aws,
     kube,
     api: kube.kubeConfig().makeApiClient(CoreV1Api),
+    rbac,
     runtime,
     config,
     log,
@@ -288,7 +304,16 @@ export async function createRuntimeWorld(
         problem: m.MessageAttributes?.problem?.StringValue,
       }));
     },
-    stop: () => kube.stop(),
+    stop: async () => {
+      await kube.stop();
+      if (kube.denials.length > 0) {
+        throw new Error(
+          `the API server refused ${kube.denials.length} request(s) under infra/k8s RBAC:\n${kube.denials
+            .map((d) => `  ${d.method} ${d.request.path}: ${d.message}`)
+            .join('\n')}`,
+        );
+      }
+    },
   };
   return world;
 }

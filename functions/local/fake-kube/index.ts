@@ -1,4 +1,18 @@
-export { FakeKubeApiServer } from './server';
-export type { FakeKubeApiServerOptions, RecordedRequest, RequestMatcher } from './server';
+export { adminUser, FakeKubeApiServer } from './server';
+export type {
+  Authorizer,
+  Denial,
+  FakeKubeApiServerOptions,
+  RecordedRequest,
+  RequestMatcher,
+} from './server';
+export {
+  authenticatedGroup,
+  mastersGroup,
+  RbacAuthorizer,
+  requestAttributes,
+  serviceAccountUser,
+} from './rbac';
+export type { Decision, RequestAttributes, UserInfo } from './rbac';
 export { KubeApiError, ObjectStore } from './store';
 export type { ResourceName, StoredObject } from './store';

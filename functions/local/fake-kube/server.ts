@@ -1,8 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { isJsonObject, type Json, type JsonObject } from './patches';
+import {
+  authenticatedGroup,
+  mastersGroup,
+  requestAttributes,
+  type Decision,
+  type RequestAttributes,
+  type UserInfo,
+} from './rbac';
 import {
   KubeApiError,
   matchesLabels,
@@ -18,11 +27,35 @@ import {
 export interface FakeKubeApiServerOptions {
   /** How often a watch that asked for bookmarks gets one (default 1 s). */
   readonly bookmarkIntervalMs?: number;
-  /** When set, every request must carry `Authorization: Bearer <token>`. */
+  /**
+   * When set, every request must carry `Authorization: Bearer <token>`: this token (the admin's)
+   * or one the server minted (`tokenFor`, `kubeConfig({ as })`).
+   */
   readonly token?: string;
   /** Report a compacted watch resourceVersion as HTTP 410 instead of an in-stream ERROR event. */
   readonly goneAsHttpStatus?: boolean;
+  /**
+   * Authorise every request, as the API server does (e.g. an `RbacAuthorizer` over the project's
+   * manifests): a request needs a token the server knows, and one its user may not make gets 403
+   * and is recorded in `denials`.
+   */
+  readonly rbac?: Authorizer;
 }
+
+export interface Authorizer {
+  authorize(user: UserInfo, request: RequestAttributes): Decision;
+}
+
+/** A request the authorizer refused. */
+export interface Denial {
+  readonly user: string;
+  readonly method: string;
+  readonly request: RequestAttributes;
+  readonly message: string;
+}
+
+/** Who the server's own kubeconfig (`kubeConfig()` with no identity) acts as: beyond RBAC. */
+export const adminUser: UserInfo = { name: 'admin', groups: [mastersGroup, authenticatedGroup] };
 
 export interface RecordedRequest {
   readonly method: string;
@@ -30,6 +63,8 @@ export interface RecordedRequest {
   readonly query: URLSearchParams;
   readonly contentType: string | undefined;
   readonly status: number;
+  /** The authenticated user, when the request carried a token the server knows. */
+  readonly user: string | undefined;
 }
 
 export interface RequestMatcher {
@@ -70,7 +105,10 @@ const patchTypes: Record<string, PatchType> = {
 export class FakeKubeApiServer {
   readonly store = new ObjectStore();
   readonly requests: RecordedRequest[] = [];
+  /** Requests refused by the `rbac` authorizer (none without one). */
+  readonly denials: Denial[] = [];
   private readonly server: Server;
+  private readonly users = new Map<string, UserInfo>();
   private readonly watches = new Set<ServerResponse>();
   private readonly bookmarkers = new Set<() => void>();
   private readonly snapshots = new Map<string, Snapshot>();
@@ -82,6 +120,7 @@ export class FakeKubeApiServer {
     this.server = createServer((req, res) => {
       void this.handle(req, res);
     });
+    this.users.set(this.adminToken, adminUser);
   }
 
   static async start(options: FakeKubeApiServerOptions = {}): Promise<FakeKubeApiServer> {
@@ -98,12 +137,16 @@ export class FakeKubeApiServer {
     return `http://127.0.0.1:${port}`;
   }
 
-  /** A client configuration for this server (plain HTTP needs skipTLSVerify in client-node). */
-  kubeConfig(): KubeConfig {
+  /**
+   * A client configuration for this server (plain HTTP needs skipTLSVerify in client-node), as
+   * the admin or, with `as`, with a token that authenticates as that user.
+   */
+  kubeConfig(options: { as?: UserInfo } = {}): KubeConfig {
     const kc = new KubeConfig();
+    const token = options.as === undefined ? this.adminToken : this.tokenFor(options.as);
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
-      users: [{ name: 'fake', token: this.options.token ?? 'fake-token' }],
+      users: [{ name: 'fake', token }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'fake' }],
       currentContext: 'fake',
     });
@@ -111,8 +154,18 @@ export class FakeKubeApiServer {
   }
 
   /** The same configuration as a kubeconfig file's text (JSON is valid YAML). */
-  kubeconfigText(): string {
-    return this.kubeConfig().exportConfig();
+  kubeconfigText(options: { as?: UserInfo } = {}): string {
+    return this.kubeConfig(options).exportConfig();
+  }
+
+  /** A bearer token this server authenticates as `user` (the same one for the same user). */
+  tokenFor(user: UserInfo): string {
+    for (const [token, known] of this.users) {
+      if (known.name === user.name && sameGroups(known.groups, user.groups)) return token;
+    }
+    const token = `fake-${randomBytes(16).toString('hex')}`;
+    this.users.set(token, { name: user.name, groups: [...user.groups] });
+    return token;
   }
 
   get openWatches(): number {
@@ -158,6 +211,7 @@ export class FakeKubeApiServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = req.method ?? 'GET';
+    const user = this.users.get(bearerToken(req) ?? '');
     res.on('finish', () => {
       this.requests.push({
         method,
@@ -165,11 +219,18 @@ export class FakeKubeApiServer {
         query: url.searchParams,
         contentType: req.headers['content-type'],
         status: res.statusCode,
+        user: user?.name,
       });
     });
     try {
       if (this.latencyMs > 0) await sleep(this.latencyMs);
-      this.checkAuthorization(req);
+      // Authentication, then authorisation, then the handler: the API server's order.
+      if ((this.options.token !== undefined || this.options.rbac) && user === undefined) {
+        throw new KubeApiError(401, 'Unauthorized', 'Unauthorized');
+      }
+      if (this.options.rbac && user !== undefined) {
+        this.authorize(this.options.rbac, user, method, url);
+      }
       this.injectFailure(method, url.pathname);
       if (url.pathname === '/version') {
         sendJson(res, 200, { major: '1', minor: '34', gitVersion: 'v1.34.0-fake' });
@@ -373,11 +434,24 @@ export class FakeKubeApiServer {
     res.on('finish', release);
   }
 
-  private checkAuthorization(req: IncomingMessage): void {
-    if (this.options.token === undefined) return;
-    if (req.headers.authorization !== `Bearer ${this.options.token}`) {
-      throw new KubeApiError(401, 'Unauthorized', 'Unauthorized');
+  private get adminToken(): string {
+    return this.options.token ?? 'fake-token';
+  }
+
+  private authorize(rbac: Authorizer, user: UserInfo, method: string, url: URL): void {
+    const request = requestAttributes(method, url.pathname, url.searchParams);
+    const decision = rbac.authorize(user, request);
+    if (decision.allowed) return;
+    this.denials.push({ user: user.name, method, request, message: decision.message });
+    let details: JsonObject | undefined;
+    if (request.isResourceRequest) {
+      details = {
+        ...(request.name === '' ? {} : { name: request.name }),
+        ...(request.apiGroup === '' ? {} : { group: request.apiGroup }),
+        kind: request.resource,
+      };
     }
+    throw new KubeApiError(403, 'Forbidden', decision.message, details);
   }
 
   private injectFailure(method: string, path: string): void {
@@ -475,8 +549,18 @@ function statusBody(error: KubeApiError): JsonObject {
     status: 'Failure',
     message: error.message,
     reason: error.reason,
+    ...(error.details === undefined ? {} : { details: error.details }),
     code: error.code,
   };
+}
+
+function bearerToken(req: IncomingMessage): string | undefined {
+  const match = /^Bearer (.+)$/.exec(req.headers.authorization ?? '');
+  return match?.[1];
+}
+
+function sameGroups(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');
 }
 
 function successStatus(resource: ResourceName, name: string): JsonObject {

@@ -58,6 +58,8 @@ export class KubeApiError extends Error {
     readonly code: number,
     readonly reason: string,
     message: string,
+    /** The Status body's `details` (which object the error is about), when there is one. */
+    readonly details?: JsonObject,
   ) {
     super(message);
   }

@@ -1,0 +1,9 @@
+import { expect } from 'vitest';
+import { callLogDirectory, enableRecording, markTestFileStarted } from './call-log';
+
+// A setup file of the projects whose AWS calls test/iam/ evaluates: records this file's calls, and
+// that it ran, so that a partial run (one file, a filter) does not rewrite the full results table.
+enableRecording();
+const dir = callLogDirectory();
+const testPath = expect.getState().testPath;
+if (dir !== undefined && testPath !== undefined) markTestFileStarted(dir, testPath);
