@@ -27,6 +27,14 @@ export const scenarioNames = [
   'duplicates and races',
   'Kubernetes API outage during syncs',
   'Kubernetes API outage while forwarding',
+  'adversarial: spoofed lifecycle events and message floods',
+  'adversarial: oversized Services at the forwarder',
+  'adversarial: work before limits',
+  'adversarial: prototype keys in annotations',
+  'adversarial: reserved tag keys',
+  'adversarial: foreign resources in state',
+  'adversarial: one namespace floods the queue',
+  'adversarial: tenant policy violations',
 ] as const;
 
 const fragments = join('bench', 'results', '.reliability');
