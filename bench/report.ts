@@ -9,7 +9,7 @@ import { anchors, type ScenarioCalls } from './scenarios/calls';
 import type { CostResult } from './scenarios/cost';
 import type { ForwarderResult } from './scenarios/forwarder';
 import type { BundleResult, BundlesResult } from './scenarios/bundles';
-import type { OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
+import type { BurstRun, OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
 import type { ThroughputResult } from './scenarios/throughput';
 import { percentile, round } from './support/stats';
 import { barChart, lineChart } from './support/svg';
@@ -163,6 +163,38 @@ function propagationSection(p: PropagationResult): string {
     '![Propagation time](propagation.svg)',
     '',
     '![NLBs updated over time, 1,000 Services](propagation-cdf.svg)',
+    ...(p.namespaceBurst ? ['', namespaceBurstSection(p.namespaceBurst)] : []),
+  ].join('\n');
+}
+
+/** Issue 19, finding 7: one quiet Service behind another namespace's burst, fair queues or not. */
+export function namespaceBurstSection(b: NonNullable<PropagationResult['namespaceBurst']>): string {
+  const row = (r: BurstRun) => [
+    r.fairQueue ? 'fair queue (MessageGroupId per namespace)' : 'plain standard queue',
+    s(r.quietMs),
+    `${s(r.burstP50Ms)} / ${s(r.burstMaxMs)}`,
+    `${r.burstConverged} of ${r.burstServices}`,
+    r.noisyGroupsPeak,
+    `${r.elbv2Attempts} (${r.throttledAttempts} throttled)`,
+  ];
+  return [
+    '### One Service in a quiet namespace behind a burst in another',
+    '',
+    `${b.fair.burstServices} Services in namespace \`burst\` need work at once (a tenant applying hundreds of Services, or an annotation-toggle loop); the forwarder sends them in batches of 10, and 5 s later one Service in namespace \`quiet\` changes. Same runtime, fakes and rate limits as above; each message costs a host update (DescribeTags, then 2 RegisterTargets: the only sync the fake ELBv2 serves; a create costs more, so a real burst delays a plain queue longer). The fair queue follows SQS's documented rule (bench/sim/fake-runtime.ts, \`fairQueueModel\`): a group holding over 10 % of the in-flight messages and at least 30 of its own, or over 10 % of recent consumer time, is noisy, and consumers get the other groups' messages first.`,
+    '',
+    table(
+      [
+        'queue',
+        'quiet Service updated after its change',
+        'burst p50 / last',
+        'burst converged',
+        'noisy groups (peak)',
+        'ELBv2 attempts',
+      ],
+      [row(b.fair), row(b.unfair)],
+    ),
+    '',
+    `With fair queues the quiet Service waits for a consumer to take its message and for its turn at the account's RegisterTargets bucket, which the burst keeps empty (${s(b.fair.quietMs)}), not for the burst ahead of it (${s(b.unfair.quietMs)}); the burst itself finishes at the same pace.`,
   ].join('\n');
 }
 

@@ -1,6 +1,8 @@
 import * as z from 'zod/mini';
 import './zod-messages';
+import { tagProblems } from './aws/model/tag-rules';
 import { defaultLoadBalancerClass } from './core/claim';
+import { tenantPolicySchema } from './tenant-policy-config';
 
 /**
  * The one configuration object of the controller, shared by the functions and the forwarder.
@@ -13,6 +15,12 @@ const optionalUrl = z.optional(url);
 const nonEmpty = z.string().check(z.minLength(1));
 const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max));
 const matching = (pattern: RegExp, message?: string) => z.string().check(z.regex(pattern, message));
+
+const allowedTags = z.superRefine((tags: Record<string, string>, ctx) => {
+  for (const message of tagProblems(new Map(Object.entries(tags)))) {
+    ctx.addIssue({ code: 'custom', message, input: tags });
+  }
+});
 
 const endpoints = z._default(
   z.strictObject({
@@ -75,6 +83,11 @@ export const controllerConfigSchema = z.strictObject({
   deadLetterQueueUrl: optionalUrl,
   // At most SQS's longest message delay: the period is a chain of delayed messages.
   nodeSyncPeriodSeconds: z._default(intIn(60, 900), 100),
+  /**
+   * Node messages (other than the timer's) within this long of the last node-sync pass wait for
+   * it to pass and share one pass: a flood of them costs one Node list per interval. 0: no limit.
+   */
+  nodeSyncMinIntervalSeconds: z._default(intIn(0, 300), 10),
   sweepPeriodSeconds: z._default(intIn(300, 86400), 1800),
   backoffBaseSeconds: z._default(intIn(1, 60), 5),
   backoffMaxSeconds: z._default(intIn(1, 900), 300),
@@ -89,10 +102,13 @@ export const controllerConfigSchema = z.strictObject({
     backendSecurityGroupId: z.optional(matching(/^sg-[0-9a-f]+$/)),
     defaultScheme: z._default(z.enum(['internal', 'internet-facing']), 'internal'),
     defaultSslPolicy: z._default(nonEmpty, 'ELBSecurityPolicy-TLS13-1-2-2021-06'),
-    defaultTags: z._default(z.record(z.string(), z.string()), {}),
+    /** Refused when reserved or too many (aws/model/tag-rules.ts): they go on every resource. */
+    defaultTags: z._default(z.record(z.string(), z.string()).check(allowedTags), {}),
     endpoints,
   }),
   kubernetes,
+  /** What each namespace may ask for (docs/tenant-safety.md#tenant-policy); no limits when absent. */
+  tenantPolicy: z.optional(tenantPolicySchema),
   /** Lifecycle events on EventBridge (docs/events/); off when absent. */
   lifecycleEvents: z.optional(
     z.strictObject({

@@ -32,6 +32,7 @@ export function controllerConfigFor(
     tableName: resources.tableName,
     deadLetterQueueUrl: resources.deadLetterQueueUrl,
     nodeSyncPeriodSeconds: settings.nodeSyncPeriodSeconds,
+    nodeSyncMinIntervalSeconds: 10,
     sweepPeriodSeconds: settings.sweepPeriodSeconds,
     backoffBaseSeconds: 5,
     backoffMaxSeconds: 300,
@@ -65,6 +66,7 @@ export function controllerConfigFor(
     ...(resources.eventBusName !== undefined
       ? { lifecycleEvents: { busName: resources.eventBusName } }
       : {}),
+    ...(settings.tenantPolicy !== undefined ? { tenantPolicy: settings.tenantPolicy } : {}),
   };
 }
 
@@ -97,5 +99,5 @@ export function longestConfigBytes(settings: ControllerSettings): number {
 export function environmentSizeProblem(settings: ControllerSettings): string | undefined {
   const bytes = longestConfigBytes(settings);
   if (bytes <= environmentLimitBytes - reservedBytes) return undefined;
-  return `the functions' configuration may reach ${bytes} bytes, over Lambda's ${environmentLimitBytes}-byte environment limit (less ${reservedBytes} kept for Lambda's own): shorten defaultTags, or leave out clusterEndpoint and clusterCertificateAuthorityData (the functions then read them with eks:DescribeCluster)`;
+  return `the functions' configuration may reach ${bytes} bytes, over Lambda's ${environmentLimitBytes}-byte environment limit (less ${reservedBytes} kept for Lambda's own): shorten defaultTags or tenantPolicy (namespace patterns and label selectors group many namespaces in one rule), or leave out clusterEndpoint and clusterCertificateAuthorityData (the functions then read them with eks:DescribeCluster)`;
 }

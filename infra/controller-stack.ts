@@ -82,6 +82,8 @@ export class ControllerStack extends Stack {
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
+    // A standard queue on purpose (DESIGN §3). SQS runs it as a fair queue because every send
+    // sets a MessageGroupId (functions/aws/work-message-group.ts); no queue attribute is needed.
     this.queue = new Queue(this, 'WorkQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
@@ -99,6 +101,8 @@ export class ControllerStack extends Stack {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: TableEncryption.AWS_MANAGED,
+      // Lifecycle events waiting for EventBridge (`evt#…` items) expire by themselves.
+      timeToLiveAttribute: 'expiresAt',
       // The table holds the ARNs of live NLBs; losing it with the stack would strand them.
       removalPolicy: RemovalPolicy.RETAIN,
       // The same loss by hand (a stray delete-table, a cleanup script): deleting it now takes a

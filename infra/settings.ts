@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod/mini';
 import '../functions/zod-messages';
+import { tagProblems } from '../functions/aws/model/tag-rules';
 import { sharedSettings } from '../functions/config';
+import { tenantPolicySchema } from '../functions/tenant-policy-config';
 import { environmentSizeProblem } from './controller-config';
 
 const list = (item: z.ZodMiniString) =>
@@ -20,6 +22,20 @@ const list = (item: z.ZodMiniString) =>
     [],
   );
 const matching = (pattern: RegExp, message: string) => z.string().check(z.regex(pattern, message));
+/** An object from cdk.json, or the same as JSON text from `-c name='{…}'`. */
+const jsonText = z.transform((value: unknown, context) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch (error) {
+    context.issues.push({
+      code: 'custom',
+      input: value,
+      message: `not JSON (${(error as Error).message})`,
+    });
+    return z.NEVER;
+  }
+});
 const integer = (min: number, max: number, fallback: number) =>
   z._default(
     z
@@ -106,6 +122,11 @@ export const controllerSettingsSchema = z.object({
    * pull only from their own account.
    */
   forwarderImageBuild: z._default(z.enum(['none', 'linux/arm64', 'linux/amd64']), 'none'),
+  /**
+   * What each namespace may ask for (docs/tenant-safety.md#tenant-policy): an object in cdk.json,
+   * or JSON text on the command line.
+   */
+  tenantPolicy: z.optional(z.pipe(jsonText, tenantPolicySchema)),
   /** An SNS topic the alarms notify. */
   alarmTopicArn: z.optional(matching(/^arn:aws[a-z-]*:sns:/, 'an SNS topic ARN')),
 });
@@ -163,9 +184,12 @@ function combinationProblems(settings: ControllerSettings): string[] {
       "nodeSecurityGroupIds: required outside EKS (with kubernetesSecretArn): the NLBs reach the nodes' NodePorts and health port only through a rule on the nodes' security groups, and every target times out without one",
     );
   }
+  for (const problem of tagProblems(new Map(Object.entries(settings.defaultTags)))) {
+    problems.push(`defaultTags: ${problem}`);
+  }
   const tooLarge = environmentSizeProblem(settings);
   if (tooLarge !== undefined)
-    problems.push(`clusterCertificateAuthorityData, defaultTags: ${tooLarge}`);
+    problems.push(`clusterCertificateAuthorityData, defaultTags, tenantPolicy: ${tooLarge}`);
   return problems;
 }
 

@@ -22,6 +22,7 @@ import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim'
 import { parseConfig } from '../../functions/config';
 import { eventSourceMaxConcurrency } from '../../functions/runtime/capacity';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
+import type { WorkMessage } from '../../functions/runtime/messages';
 import { makeNode, makeService } from '../../test/support/core-objects';
 import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../test/support/in-memory';
 import { awsRateLimits } from '../sim/aws-limits';
@@ -113,6 +114,8 @@ export interface PropagationResult {
   readonly ours: OursRun[];
   readonly oursLowBudget: OursRun[];
   readonly seed: SeedRun[];
+  /** One quiet Service behind a 500-Service burst in another namespace, with and without fair queues. */
+  readonly namespaceBurst?: { readonly fair: BurstRun; readonly unfair: BurstRun } | undefined;
 }
 
 const claim: ClaimPolicy = {
@@ -142,17 +145,27 @@ class CountingMetrics implements RuntimeMetrics {
   milliseconds(): void {}
 }
 
-/** Our pipeline for `services` LB Services, one node added. */
-export async function simulateOurs(
-  services: number,
-  elbv2CallsPerSecond: number = propagationModel.elbv2CallsPerSecond,
-): Promise<OursRun> {
+interface SimService {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * Our runtime on virtual time, with `services` LB Services already synced to the initial nodes,
+ * and the node that will be added. Every Service record, target group and Lambda instance is made
+ * in the same order each time, so runs repeat exactly.
+ */
+function ourWorld(
+  services: readonly SimService[],
+  options: { elbv2CallsPerSecond: number; seed: number; fairQueue: boolean },
+) {
   const model = propagationModel;
-  const started = performance.now();
   const clock = new VirtualClock();
-  const random = seededRandom(services * 7919 + elbv2CallsPerSecond);
+  const random = seededRandom(options.seed);
   const account = new FakeAwsAccount(clock, model.latencyMs);
-  const queue = new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds);
+  const queue = new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, {
+    fair: options.fairQueue,
+  });
   const table = new FakeStateTable(clock, model.latencyMs);
   const log = new CallLog();
   const kube = new InMemoryKubernetes(log);
@@ -164,7 +177,7 @@ export async function simulateOurs(
     claimClassless: true,
     queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/work',
     tableName: 'state',
-    elbv2CallsPerSecond,
+    elbv2CallsPerSecond: options.elbv2CallsPerSecond,
     aws: { vpcId: 'vpc-0be0c0000000000000' },
     kubernetes: { mode: 'kubeconfig' },
   });
@@ -173,15 +186,15 @@ export async function simulateOurs(
   const initial: EligibleHosts = planNodeSync(kube.nodes, 'stable', undefined, []).eligible;
   table.seedEligibleHosts(initial);
   const initialIds = initial.hosts.map((h) => h.instanceId).sort();
-  for (let i = 0; i < services; i++) {
+  services.forEach(({ namespace, name }, i) => {
     const service: Service = makeService({
-      name: `svc-${i}`,
-      namespace: `team-${i % 20}`,
+      name,
+      namespace,
       uid: `uid-${i}`,
       finalizers: [upstreamFinalizer],
     });
     kube.put(service);
-    const key = `team-${i % 20}/svc-${i}`;
+    const key = `${namespace}/${name}`;
     const lb = `arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/k8s-${i}/${i}`;
     const groups = [80, 443].slice(0, model.portsPerService).map((port) => ({
       key: `${port}/TCP`,
@@ -214,10 +227,11 @@ export async function simulateOurs(
       hostsHash: initial.hash,
       updatedAt: clock.now().toISOString(),
     });
-  }
+  });
 
   const added = nodeFor(model.initialNodes + 1);
   const addedId = instanceId(model.initialNodes + 1);
+  /** When each Service's NLB had the added node in all its target groups (virtual ms). */
   const completions = new Map<string, number>();
   let allUpdated: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (allUpdated = resolve));
@@ -226,11 +240,11 @@ export async function simulateOurs(
     const mine = [...account.targetGroups.values()].filter((g) => g.serviceKey === tg.serviceKey);
     if (mine.every((g) => g.targets.has(addedId))) {
       completions.set(tg.serviceKey, clock.ms);
-      if (completions.size === services) allUpdated();
+      if (completions.size === services.length) allUpdated();
     }
   };
 
-  const concurrency = eventSourceMaxConcurrency(elbv2CallsPerSecond);
+  const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
   const metrics = new CountingMetrics();
   const clients: FakeAwsClients[] = [];
   const runtimes: RuntimeContext[] = Array.from({ length: concurrency }, (_, w) => {
@@ -268,14 +282,45 @@ export async function simulateOurs(
     batchingWindowMs: model.batchingWindowMs,
     invokeMs: model.invokeMs,
   };
+  return {
+    clock,
+    account,
+    queue,
+    table,
+    kube,
+    kubeCalls,
+    initial,
+    added,
+    completions,
+    done,
+    concurrency,
+    metrics,
+    clients,
+    runtimes,
+    esm,
+  };
+}
+
+/** Our pipeline for `services` LB Services, one node added. */
+export async function simulateOurs(
+  services: number,
+  elbv2CallsPerSecond: number = propagationModel.elbv2CallsPerSecond,
+): Promise<OursRun> {
+  const model = propagationModel;
+  const started = performance.now();
+  const world = ourWorld(
+    Array.from({ length: services }, (_, i) => ({ namespace: `team-${i % 20}`, name: `svc-${i}` })),
+    { elbv2CallsPerSecond, seed: services * 7919 + elbv2CallsPerSecond, fairQueue: true },
+  );
+  const { clock, account, queue, table, kube, completions } = world;
   let stopped = false;
   const main = (async () => {
-    const stats = runEventSourceMapping(queue, clock, runtimes, esm, () => stopped);
+    const stats = runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
     // The node joins: the forwarder sees the watch event and sends one `node` message.
-    kube.nodes = [...kube.nodes, added];
+    kube.nodes = [...kube.nodes, world.added];
     await clock.sleep(model.watchMs);
-    await queue.sendFromForwarder(JSON.stringify({ v: 1, kind: 'node', reason: 'node added' }));
-    await done;
+    await queue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'node added' }]);
+    await world.done;
     stopped = true;
     return stats;
   })();
@@ -284,20 +329,106 @@ export async function simulateOurs(
   return {
     services,
     elbv2CallsPerSecond,
-    concurrency,
+    concurrency: world.concurrency,
     p50Ms: median(times),
     p99Ms: percentile(times, 99),
     maxMs: times.at(-1) ?? Number.NaN,
     completionsMs: times,
     elbv2Attempts: account.stats.attempts,
     throttledAttempts: account.stats.throttled,
-    sdkRetries: clients.reduce((n, c) => n + c.stats.retries, 0),
-    sdkGaveUp: clients.reduce((n, c) => n + c.stats.exhausted, 0),
-    syncRetries: metrics.counts.get('Retries') ?? 0,
+    sdkRetries: world.clients.reduce((n, c) => n + c.stats.retries, 0),
+    sdkGaveUp: world.clients.reduce((n, c) => n + c.stats.exhausted, 0),
+    syncRetries: world.metrics.counts.get('Retries') ?? 0,
     invocations: stats.invocations,
     stateCalls: table.stats.calls,
-    kubeCalls: kubeCalls.calls,
+    kubeCalls: world.kubeCalls.calls,
     simulatedSeconds: clock.ms / 1000,
+    wallMs: performance.now() - started,
+  };
+}
+
+export interface BurstRun {
+  readonly fairQueue: boolean;
+  readonly burstServices: number;
+  /** From the quiet Service's change to its NLB updated. */
+  readonly quietMs: number;
+  /** From the burst's start until each burst Service's NLB was updated. */
+  readonly burstP50Ms: number;
+  readonly burstMaxMs: number;
+  /** Burst Services whose NLB was updated (all of them, or the run failed). */
+  readonly burstConverged: number;
+  /** The most groups SQS would have counted noisy at once (ApproximateNumberOfNoisyGroups). */
+  readonly noisyGroupsPeak: number;
+  readonly throttledAttempts: number;
+  readonly elbv2Attempts: number;
+  readonly wallMs: number;
+}
+
+/**
+ * One namespace floods the queue (issue 19, finding 7): `burstServices` Services in namespace
+ * `burst` all need work at once (a tenant applying hundreds of Services, or an annotation-toggle
+ * loop), and a moment later one Service in namespace `quiet` changes. Each message costs what a
+ * host update costs (two RegisterTargets, under the account's registration bucket): the bench's
+ * fake ELBv2 serves only the calls a host update makes, and a create costs more, so the real
+ * delay without fair queues is longer still. The forwarder sends the burst in batches of 10, one
+ * SendMessageBatch after another; the quiet change is sent `quietAfterMs` after the burst began.
+ */
+export async function simulateNamespaceBurst(options: {
+  readonly fair: boolean;
+  readonly burstServices?: number;
+  readonly quietAfterMs?: number;
+}): Promise<BurstRun> {
+  const started = performance.now();
+  const burstServices = options.burstServices ?? 500;
+  const quietAfterMs = options.quietAfterMs ?? 5_000;
+  const model = propagationModel;
+  const services: SimService[] = [
+    ...Array.from({ length: burstServices }, (_, i) => ({ namespace: 'burst', name: `svc-${i}` })),
+    { namespace: 'quiet', name: 'web' },
+  ];
+  const world = ourWorld(services, {
+    elbv2CallsPerSecond: model.elbv2CallsPerSecond,
+    seed: burstServices * 7919 + 1,
+    fairQueue: options.fair,
+  });
+  const { clock, account, queue, table, kube, completions } = world;
+  // Node sync already stored the new host set: each message below is one Service's host update.
+  kube.nodes = [...kube.nodes, world.added];
+  table.seedEligibleHosts(planNodeSync(kube.nodes, 'stable', undefined, []).eligible);
+  const hostUpdate = (key: string): WorkMessage => ({ v: 1, kind: 'hosts', key });
+  let quietSentAt = Number.NaN;
+  let stopped = false;
+  const main = (async () => {
+    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    const burst = (async () => {
+      for (let i = 0; i < burstServices; i += 10) {
+        const keys = services.slice(i, Math.min(i + 10, burstServices));
+        await queue.sendFromForwarder(keys.map((s) => hostUpdate(`${s.namespace}/${s.name}`)));
+      }
+    })();
+    await clock.sleep(quietAfterMs);
+    await clock.sleep(model.watchMs);
+    quietSentAt = clock.ms;
+    await queue.sendFromForwarder([hostUpdate('quiet/web')]);
+    await burst;
+    await world.done;
+    stopped = true;
+  })();
+  await clock.run(main, 6 * 3600_000);
+  const burstTimes = [...completions]
+    .filter(([key]) => key.startsWith('burst/'))
+    .map(([, ms]) => ms)
+    .sort((a, b) => a - b);
+  return {
+    fairQueue: options.fair,
+    burstServices,
+    quietMs: (completions.get('quiet/web') ?? Number.NaN) - (quietSentAt - model.watchMs),
+    burstP50Ms: median(burstTimes),
+    burstMaxMs: burstTimes.at(-1) ?? Number.NaN,
+    burstConverged: burstTimes.length,
+    noisyGroupsPeak: queue.stats.noisyGroupsPeak,
+    throttledAttempts: account.stats.throttled,
+    elbv2Attempts: account.stats.attempts,
     wallMs: performance.now() - started,
   };
 }
@@ -344,5 +475,16 @@ export async function propagation(
     oursLowBudget.push(await simulateOurs(n, 4));
     seed.push(await simulateSeed(n));
   }
-  return { model: propagationModel, rateLimits: awsRateLimits, ours, oursLowBudget, seed };
+  const namespaceBurst = {
+    fair: await simulateNamespaceBurst({ fair: true }),
+    unfair: await simulateNamespaceBurst({ fair: false }),
+  };
+  return {
+    model: propagationModel,
+    rateLimits: awsRateLimits,
+    ours,
+    oursLowBudget,
+    seed,
+    namespaceBurst,
+  };
 }

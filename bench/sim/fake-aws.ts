@@ -2,8 +2,8 @@
  * An in-memory ELBv2 / EC2 / tagging API on virtual time, with a fixed latency per call and AWS's
  * account-level token buckets, and the client side as one Lambda instance sees it: the
  * controller's per-process limiter and the SDK's adaptive retries. It implements only what the NLB
- * provider sends on a node change (RegisterTargets, DeregisterTargets, and GetResources on the
- * failure path); any other command fails loudly.
+ * provider sends on a node change (DescribeTags of the recorded target groups, RegisterTargets,
+ * DeregisterTargets, and GetResources on the failure path); any other command fails loudly.
  */
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
@@ -69,6 +69,8 @@ export class FakeAwsAccount {
   constructor(
     private readonly clock: VirtualClock,
     readonly latencyMs: number,
+    /** The cluster the ownership tags name (the simulated controller's `clusterName`). */
+    readonly clusterName = 'bench',
   ) {
     this.buckets = {
       elbv2Registration: new TokenBucket(awsRateLimits.elbv2Registration, clock),
@@ -127,6 +129,30 @@ export class FakeAwsAccount {
         }
         this.onTargetsChanged?.(tg);
         return {};
+      }
+      case 'DescribeTags': {
+        // The ownership check before a registration; like AWS, one unknown ARN fails the call.
+        const arns = (input.ResourceArns ?? []) as string[];
+        const groups = [...this.targetGroups.values()];
+        return {
+          TagDescriptions: arns.map((arn) => {
+            const tg = groups.find((g) => g.arn === arn || g.loadBalancerArn === arn);
+            if (tg === undefined) {
+              throw Object.assign(new Error(`${arn} not found`), {
+                name: 'TargetGroupNotFound',
+                $fault: 'client',
+              });
+            }
+            return {
+              ResourceArn: arn,
+              Tags: [
+                { Key: ownershipTags.cluster, Value: this.clusterName },
+                { Key: ownershipTags.service, Value: tg.serviceKey },
+                { Key: ownershipTags.serviceUid, Value: tg.serviceUid },
+              ],
+            };
+          }),
+        };
       }
       case 'GetResources': {
         const filters = (input.TagFilters ?? []) as { Key?: string; Values?: string[] }[];

@@ -1,8 +1,8 @@
 /**
  * The serverless plumbing on virtual time, so the real runtime (processWorkBatch, runNodeSync) and
- * the real use cases run unchanged: an SQS queue with visibility timeouts and delays (behind the
- * real SqsWorkQueue), the event source mapping's pollers, and a state table with the lease
- * semantics of DynamoStateStore. Every remote call takes the same fixed latency.
+ * the real use cases run unchanged: an SQS queue with visibility timeouts, delays and fair-queue
+ * delivery (behind the real SqsWorkQueue), the event source mapping's pollers, and a state table
+ * with the lease semantics of DynamoStateStore. Every remote call takes the same fixed latency.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoStateStore, FinishResult, Lease } from '../../functions/aws/dynamo-state-store';
@@ -10,6 +10,8 @@ import { BusyError } from '../../functions/core/errors';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
 import type { ServiceKey } from '../../functions/core/keys';
 import type { RuntimeContext } from '../../functions/runtime/context';
+import type { WorkMessage } from '../../functions/runtime/messages';
+import { messageGroupOf } from '../../functions/aws/work-message-group';
 import { processWorkBatch, type QueueRecord } from '../../functions/runtime/process-work';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
 import type { VirtualClock } from './virtual-clock';
@@ -17,9 +19,13 @@ import type { VirtualClock } from './virtual-clock';
 interface QueuedMessage {
   readonly id: string;
   readonly body: string;
+  /** MessageGroupId: the fair-queue tenant; none makes the message a tenant of its own. */
+  readonly group: string | undefined;
   visibleAt: number;
   receiveCount: number;
   receipt: string;
+  /** When a consumer took it, until it deletes it or changes its visibility. */
+  processingSince: number | undefined;
 }
 
 export interface QueueStats {
@@ -27,21 +33,57 @@ export interface QueueStats {
   receives: number;
   deletes: number;
   visibilityChanges: number;
+  /** The most groups noisy at one receive (CloudWatch: ApproximateNumberOfNoisyGroups). */
+  noisyGroupsPeak: number;
+}
+
+/**
+ * SQS fair queues as AWS documents them ("How Amazon SQS fair queues work"): a group is a noisy
+ * neighbour when it holds more than 10 % of the queue's in-flight messages and at least 30 of its
+ * own, or more than 10 % of recent consumer time; while one is, consumers get the other groups'
+ * messages first, and among noisy groups the one with the fewest in flight. A group that has sent
+ * nothing for 5 minutes is quiet again. AWS calls the thresholds approximate and does not say
+ * what "recent" is: the window here is our assumption.
+ */
+export const fairQueueModel = {
+  inFlightShare: 0.1,
+  minInFlight: 30,
+  processingTimeShare: 0.1,
+  processingWindowMs: 60_000,
+  quietAfterIdleMs: 300_000,
+} as const;
+
+export interface FakeQueueOptions {
+  /** Deliver as a fair queue (what AWS does with MessageGroupIds on a standard queue). */
+  readonly fair?: boolean;
 }
 
 /** A standard SQS queue on virtual time. */
 export class FakeQueue {
-  readonly stats: QueueStats = { sends: 0, receives: 0, deletes: 0, visibilityChanges: 0 };
+  readonly stats: QueueStats = {
+    sends: 0,
+    receives: 0,
+    deletes: 0,
+    visibilityChanges: 0,
+    noisyGroupsPeak: 0,
+  };
   private readonly messages = new Map<string, QueuedMessage>();
   private readonly byReceipt = new Map<string, QueuedMessage>();
   private waiters: (() => void)[] = [];
   private nextId = 0;
+  private readonly fair: boolean;
+  /** Consumer time spent per message that has finished, for the processing-time share. */
+  private processed: { group: string; from: number; to: number }[] = [];
+  private readonly lastSentAt = new Map<string, number>();
 
   constructor(
     private readonly clock: VirtualClock,
     private readonly latencyMs: number,
     private readonly visibilityTimeoutSeconds: number,
-  ) {}
+    options: FakeQueueOptions = {},
+  ) {
+    this.fair = options.fair ?? true;
+  }
 
   /** Looks like an SQSClient to SqsWorkQueue: SendMessageBatch and ChangeMessageVisibility. */
   asSqsClient(): SQSClient {
@@ -52,14 +94,21 @@ export class FakeQueue {
         switch (command.constructor.name) {
           case 'SendMessageBatchCommand': {
             this.stats.sends++;
-            const entries = input.Entries as { MessageBody: string; DelaySeconds?: number }[];
-            for (const entry of entries) this.add(entry.MessageBody, entry.DelaySeconds ?? 0);
+            const entries = input.Entries as {
+              MessageBody: string;
+              DelaySeconds?: number;
+              MessageGroupId?: string;
+            }[];
+            for (const entry of entries) {
+              this.add(entry.MessageBody, entry.DelaySeconds ?? 0, entry.MessageGroupId);
+            }
             return { Successful: entries.map((_, i) => ({ Id: String(i) })), Failed: [] };
           }
           case 'ChangeMessageVisibilityCommand': {
             this.stats.visibilityChanges++;
             const message = this.byReceipt.get(String(input.ReceiptHandle));
             if (message !== undefined) {
+              this.endProcessing(message, this.clock.ms);
               this.setVisibleAt(message, this.clock.ms + Number(input.VisibilityTimeout) * 1000);
             }
             return {};
@@ -71,11 +120,14 @@ export class FakeQueue {
     } as unknown as SQSClient;
   }
 
-  /** A message as the forwarder's SendMessageBatch would leave it (one call, after its latency). */
-  async sendFromForwarder(body: string): Promise<void> {
+  /**
+   * Messages as the forwarder's SendMessageBatch would leave them (one call of at most 10, after
+   * its latency), each in its fair-queue group as SqsWorkQueue sends it.
+   */
+  async sendFromForwarder(messages: readonly WorkMessage[]): Promise<void> {
     await this.clock.sleep(this.latencyMs);
     this.stats.sends++;
-    this.add(body, 0);
+    for (const message of messages) this.add(JSON.stringify(message), 0, messageGroupOf(message));
   }
 
   get depth(): number {
@@ -94,27 +146,101 @@ export class FakeQueue {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** ReceiveMessage: up to `max` visible messages, hidden for the queue's visibility timeout. */
+  /**
+   * ReceiveMessage: up to `max` visible messages, hidden for the queue's visibility timeout;
+   * oldest first, or as a fair queue picks them.
+   */
   receive(max: number): QueueRecord[] {
     this.stats.receives++;
     const now = this.clock.ms;
-    const taken: QueueRecord[] = [];
-    for (const message of this.messages.values()) {
-      if (taken.length >= max) break;
-      if (message.visibleAt > now) continue;
+    const visible = [...this.messages.values()].filter((m) => m.visibleAt <= now);
+    const chosen = this.fair ? this.fairPick(visible, max, now) : visible.slice(0, max);
+    return chosen.map((message) => {
+      // A consumer that let the visibility lapse spent that time on it.
+      if (message.processingSince !== undefined) this.endProcessing(message, message.visibleAt);
       message.receiveCount++;
+      message.processingSince = now;
       this.byReceipt.delete(message.receipt);
       message.receipt = `${message.id}#${message.receiveCount}`;
       this.byReceipt.set(message.receipt, message);
       this.setVisibleAt(message, now + this.visibilityTimeoutSeconds * 1000);
-      taken.push({
+      return {
         messageId: message.id,
         body: message.body,
         receiptHandle: message.receipt,
         receiveCount: message.receiveCount,
-      });
+      };
+    });
+  }
+
+  /** Quiet groups' messages first, oldest first; then noisy groups, fewest in flight first. */
+  private fairPick(visible: readonly QueuedMessage[], max: number, now: number): QueuedMessage[] {
+    const { noisy, inFlight } = this.groupLoad(now);
+    this.stats.noisyGroupsPeak = Math.max(this.stats.noisyGroupsPeak, noisy.size);
+    const isNoisy = (m: QueuedMessage) => m.group !== undefined && noisy.has(m.group);
+    const chosen = visible.filter((m) => !isNoisy(m)).slice(0, max);
+    const waiting = new Map<string, QueuedMessage[]>();
+    for (const m of visible) {
+      if (m.group !== undefined && isNoisy(m))
+        waiting.set(m.group, [...(waiting.get(m.group) ?? []), m]);
     }
-    return taken;
+    while (chosen.length < max && waiting.size > 0) {
+      // Ties go to the group whose oldest waiting message is older (Map order is arrival order).
+      let pick: string | undefined;
+      for (const group of waiting.keys()) {
+        if (pick === undefined || (inFlight.get(group) ?? 0) < (inFlight.get(pick) ?? 0))
+          pick = group;
+      }
+      const queue = waiting.get(pick!)!;
+      chosen.push(queue.shift()!);
+      inFlight.set(pick!, (inFlight.get(pick!) ?? 0) + 1);
+      if (queue.length === 0) waiting.delete(pick!);
+    }
+    return chosen;
+  }
+
+  /** Which groups are noisy neighbours now, and how many messages each has in flight. */
+  private groupLoad(now: number): { noisy: Set<string>; inFlight: Map<string, number> } {
+    const inFlight = new Map<string, number>();
+    const busyMs = new Map<string, number>();
+    let totalInFlight = 0;
+    let totalBusyMs = 0;
+    const since = now - fairQueueModel.processingWindowMs;
+    this.processed = this.processed.filter((p) => p.to > since);
+    const spend = (group: string, from: number, to: number) => {
+      const ms = Math.max(0, to - Math.max(from, since));
+      busyMs.set(group, (busyMs.get(group) ?? 0) + ms);
+      totalBusyMs += ms;
+    };
+    for (const p of this.processed) spend(p.group, p.from, p.to);
+    for (const m of this.messages.values()) {
+      if (m.receiveCount === 0 || m.visibleAt <= now) continue;
+      totalInFlight++;
+      // A message without a group is a tenant of its own: it counts in the total only.
+      if (m.group === undefined) continue;
+      inFlight.set(m.group, (inFlight.get(m.group) ?? 0) + 1);
+      if (m.processingSince !== undefined) spend(m.group, m.processingSince, now);
+    }
+    const noisy = new Set<string>();
+    for (const [group, sentAt] of this.lastSentAt) {
+      if (now - sentAt > fairQueueModel.quietAfterIdleMs) continue;
+      const count = inFlight.get(group) ?? 0;
+      const byConcurrency =
+        count >= fairQueueModel.minInFlight && count > fairQueueModel.inFlightShare * totalInFlight;
+      const byTime =
+        totalBusyMs > 0 &&
+        (busyMs.get(group) ?? 0) > fairQueueModel.processingTimeShare * totalBusyMs;
+      if (byConcurrency || byTime) noisy.add(group);
+    }
+    return { noisy, inFlight };
+  }
+
+  private endProcessing(message: QueuedMessage, at: number): void {
+    if (message.processingSince === undefined) return;
+    if (message.group !== undefined && at > message.processingSince) {
+      this.processed.push({ group: message.group, from: message.processingSince, to: at });
+    }
+    message.processingSince = undefined;
   }
 
   /** DeleteMessageBatch, as the event source mapping does for the records that succeeded. */
@@ -125,15 +251,25 @@ export class FakeQueue {
     for (const record of records) {
       const message = this.byReceipt.get(record.receiptHandle);
       if (message === undefined) continue;
+      this.endProcessing(message, this.clock.ms);
       this.messages.delete(message.id);
       this.byReceipt.delete(record.receiptHandle);
     }
   }
 
-  private add(body: string, delaySeconds: number): void {
+  private add(body: string, delaySeconds: number, group: string | undefined): void {
     const id = `m-${++this.nextId}`;
-    const message: QueuedMessage = { id, body, visibleAt: 0, receiveCount: 0, receipt: '' };
+    const message: QueuedMessage = {
+      id,
+      body,
+      group,
+      visibleAt: 0,
+      receiveCount: 0,
+      receipt: '',
+      processingSince: undefined,
+    };
     this.messages.set(id, message);
+    if (group !== undefined) this.lastSentAt.set(group, this.clock.ms);
     this.setVisibleAt(message, this.clock.ms + delaySeconds * 1000);
   }
 

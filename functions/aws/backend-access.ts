@@ -7,9 +7,8 @@ import {
   type EC2Client,
   type IpPermission,
 } from '@aws-sdk/client-ec2';
-import { stableHash } from '../core/hash';
 import { isAwsError, translateAwsError } from './aws-errors';
-import { clusterTagKey, ownershipTags } from './model/naming';
+import { clusterTagKey, nameHash, ownershipTags } from './model/naming';
 
 /** NodePorts, and kube-proxy's health port (the health check of UDP-only ports). */
 const nodePortRange = { from: 30000, to: 32767 };
@@ -84,11 +83,15 @@ export async function removeBackendAccess(
   }
 }
 
+/**
+ * The group is found by its tags, never by this name, so the name's hash changing (SHA-256 since
+ * naming version 2) leaves an installed group in place.
+ */
 export function backendGroupName(clusterName: string): string {
   return `k8s-traffic-${clusterName
     .toLowerCase()
     .replace(/[^a-z0-9-]/g, '')
-    .slice(0, 40)}-${stableHash([clusterName]).slice(0, 10)}`;
+    .slice(0, 40)}-${nameHash([clusterName])}`;
 }
 
 async function findBackendGroup(

@@ -3,6 +3,9 @@ import {
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
   DeleteCommand,
   GetCommand,
   PutCommand,
@@ -11,9 +14,10 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { BusyError, RetryableError } from '../core/errors';
+import { BusyError, RetryableError, TerminalError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
+import { lifecycleEventProblem, type LifecycleEvent } from '../events/lifecycle-events';
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
 
 /**
@@ -24,6 +28,7 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `warnedNodes`, `chunks` |
  * | `hosts#chunk#<hash>#<i>` | part `i` of the host list with that hash, as JSON (items hold at most 400 KB) |
+ * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
  */
 export interface Lease {
   readonly pk: string;
@@ -48,8 +53,11 @@ export type FinishResult =
 export type FailureUpdate = 'reset' | 'increment' | 'keep';
 
 const chunkBytes = 350_000;
+/** A Service's record as JSON: DynamoDB items hold 400 KB, less the lease and bookkeeping. */
+export const maxRecordBytes = 380 * 1024;
 
 export const servicePk = (key: ServiceKey) => `svc#${key}`;
+export const pendingEventPk = (eventId: string) => `evt#${eventId}`;
 export const leasePk = (name: string) => `lease#${name}`;
 
 export class DynamoStateStore {
@@ -218,11 +226,19 @@ export class DynamoStateStore {
   async putService(record: ServiceRecord, lease: Lease): Promise<void> {
     if (lease.pk !== servicePk(record.key))
       throw new BusyError(`lease ${lease.pk} does not cover ${record.key}`);
+    const rec = JSON.stringify(record);
+    const bytes = Buffer.byteLength(rec);
+    if (bytes > maxRecordBytes) {
+      // DynamoDB would refuse it on every retry: the spec must shrink, so it is the user's to fix.
+      throw new TerminalError(
+        `the Service's state record would be ${Math.ceil(bytes / 1024)} KiB, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
+      );
+    }
     await this.fencedUpdate(
       lease,
       'SET rec = :rec, uid = :uid, hostsHash = :hash, updatedAt = :now',
       {
-        ':rec': JSON.stringify(record),
+        ':rec': rec,
         ':uid': record.uid,
         ':hash': record.hostsHash ?? '',
         ':now': record.updatedAt,
@@ -378,6 +394,83 @@ export class DynamoStateStore {
     }
   }
 
+  /**
+   * Keeps lifecycle events that EventBridge has not taken yet, for the work queue's `event`
+   * messages to name by id: anyone who can send to the queue can name an id, but only the
+   * functions can write this table, so a forged message finds nothing to publish. DynamoDB's TTL
+   * removes what is never published.
+   */
+  async putPendingEvents(events: readonly LifecycleEvent[], expiresAt: Date): Promise<void> {
+    const expires = Math.ceil(expiresAt.getTime() / 1000);
+    const requests = events.map((event) => ({
+      PutRequest: {
+        Item: {
+          pk: pendingEventPk(event.detail.eventId),
+          event: JSON.stringify(event),
+          expiresAt: expires,
+        },
+      },
+    }));
+    await this.batchWrite(requests, 'keep lifecycle events');
+  }
+
+  /**
+   * The pending events with these ids that are still stored and still valid; ids that name
+   * nothing (published meanwhile, expired, or never ours) are left out.
+   */
+  async getPendingEvents(eventIds: readonly string[]): Promise<LifecycleEvent[]> {
+    const found: LifecycleEvent[] = [];
+    const unique = [...new Set(eventIds)];
+    for (let i = 0; i < unique.length; i += 100) {
+      let keys: Record<string, unknown>[] | undefined = unique
+        .slice(i, i + 100)
+        .map((id) => ({ pk: pendingEventPk(id) }));
+      for (let attempt = 0; keys !== undefined && keys.length > 0; attempt++) {
+        if (attempt > 4) throw new RetryableError('state table: read lifecycle events: throttled');
+        let result;
+        try {
+          result = await this.doc.send(
+            new BatchGetCommand({
+              RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+            }),
+          );
+        } catch (error) {
+          throw retryable(error, 'read lifecycle events');
+        }
+        for (const item of result.Responses?.[this.tableName] ?? []) {
+          const event = parseStoredEvent(item.event);
+          if (event !== undefined) found.push(event);
+        }
+        keys = result.UnprocessedKeys?.[this.tableName]?.Keys;
+      }
+    }
+    return found;
+  }
+
+  async deletePendingEvents(eventIds: readonly string[]): Promise<void> {
+    const requests = [...new Set(eventIds)].map((id) => ({
+      DeleteRequest: { Key: { pk: pendingEventPk(id) } },
+    }));
+    await this.batchWrite(requests, 'remove published lifecycle events');
+  }
+
+  private async batchWrite(requests: readonly Record<string, unknown>[], action: string) {
+    for (let i = 0; i < requests.length; i += 25) {
+      let pending: Record<string, unknown>[] | undefined = requests.slice(i, i + 25);
+      for (let attempt = 0; pending !== undefined && pending.length > 0; attempt++) {
+        if (attempt > 4) throw new RetryableError(`state table: ${action}: throttled`);
+        try {
+          const result: BatchWriteCommandOutput = await this.doc.send(
+            new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
+          );
+          pending = result.UnprocessedItems?.[this.tableName];
+        } catch (error) {
+          throw retryable(error, action);
+        }
+      }
+    }
+  }
+
   /** Sets plain attributes on a global item (bookkeeping such as last run times). */
   async setAttributes(
     pk: string,
@@ -395,6 +488,29 @@ export class DynamoStateStore {
         ),
       }),
     );
+  }
+
+  /**
+   * Sets the time attribute `name` to `until` unless it already lies in the future: true for the
+   * one caller that set it, false for the others (one conditional write each).
+   */
+  async claimUntil(pk: string, name: string, until: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk },
+          ConditionExpression: 'attribute_not_exists(#n) OR #n < :now',
+          UpdateExpression: 'SET #n = :until',
+          ExpressionAttributeNames: { '#n': name },
+          ExpressionAttributeValues: { ':now': this.clock.now().getTime(), ':until': until },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw retryable(error, `claim ${name}`);
+    }
   }
 
   async removeAttributes(pk: string, names: readonly string[]): Promise<void> {
@@ -478,6 +594,16 @@ export class DynamoStateStore {
       yield* page.Items ?? [];
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
+  }
+}
+
+function parseStoredEvent(text: unknown): LifecycleEvent | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const event = JSON.parse(text) as LifecycleEvent;
+    return lifecycleEventProblem(event) === undefined ? event : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -17,7 +17,6 @@ import {
   DeleteLoadBalancerCommand,
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
-  DescribeTagsCommand,
   DescribeTargetGroupsCommand,
   ModifyListenerCommand,
   ModifyLoadBalancerAttributesCommand,
@@ -45,7 +44,7 @@ import type {
   IngressRule,
   Tags,
 } from './model/types';
-import { tagsOf } from './observe';
+import { describeElbv2Tags, sortByOwnership, tagsOf } from './ownership';
 import { toProviderState, type NlbState } from './nlb-state';
 
 export interface ExecuteRequest {
@@ -66,7 +65,8 @@ const registerBatch = 200;
 
 /**
  * Runs a plan, recording every ARN in state as it goes. A failure is translated into the error
- * taxonomy and carries the state reached (`providerState`), so nothing created is forgotten.
+ * taxonomy and carries the state reached (`providerState`), so nothing created is forgotten. A
+ * target group from CreateTargetGroup is recorded only once its tags show it is ours.
  */
 export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
@@ -78,14 +78,26 @@ export async function executePlan(request: ExecuteRequest): Promise<void> {
         error instanceof TerminalError || error instanceof InvariantError
           ? error
           : translateAwsError(error, describeStep(step));
+      await run.settleUncheckedTargetGroups();
       throw Object.assign(translated, { providerState: toProviderState(request.state) });
     }
   }
 }
 
+interface CreatedTargetGroup {
+  readonly key: string;
+  readonly arn: string;
+  readonly name: string;
+}
+
 class PlanRun {
   private readonly targetGroupArns: Record<string, string>;
-  private readonly createdTargetGroups: string[] = [];
+  /**
+   * Created (or handed back) but not yet checked: CreateTargetGroup returns an existing group of
+   * the same name and settings, whoever owns it, so its ARN stays out of state until its tags
+   * prove it is ours.
+   */
+  private uncheckedTargetGroups: CreatedTargetGroup[] = [];
   private securityGroupId: string | undefined;
   private loadBalancerArn: string | undefined;
 
@@ -134,11 +146,7 @@ class PlanRun {
         if (arn === undefined)
           throw new InvariantError(`CreateTargetGroup ${tg.name} returned no ARN`);
         this.targetGroupArns[tg.key] = arn;
-        this.createdTargetGroups.push(arn);
-        state.targetGroups = {
-          ...state.targetGroups,
-          [tg.key]: { arn, name: tg.name, targets: [] },
-        };
+        this.uncheckedTargetGroups.push({ key: tg.key, arn, name: tg.name });
         return;
       }
       case 'verifyCreatedTargetGroups':
@@ -395,7 +403,7 @@ class PlanRun {
       const found = await this.elbv2.send(new DescribeTargetGroupsCommand({ Names: [tg.name] }));
       const arn = found.TargetGroups?.[0]?.TargetGroupArn;
       if (arn === undefined) throw error;
-      await this.verifyOwnership([arn]);
+      await this.verifyOwnership(tg.name, arn);
       await this.elbv2.send(
         new ModifyTargetGroupCommand({ TargetGroupArn: arn, ...healthCheckFields(tg.healthCheck) }),
       );
@@ -403,27 +411,54 @@ class PlanRun {
     }
   }
 
+  /** One DescribeTags for every group created so far; ours are recorded, a foreign one refused. */
   private async verifyCreatedTargetGroups(): Promise<void> {
-    if (this.createdTargetGroups.length === 0) return;
-    await this.verifyOwnership(this.createdTargetGroups);
+    const created = this.uncheckedTargetGroups;
+    if (created.length === 0) return;
+    this.uncheckedTargetGroups = [];
+    const owned = await this.ownedOf(created.map((tg) => tg.arn));
+    for (const tg of created) {
+      if (owned.ours.includes(tg.arn)) this.record(tg);
+      else delete this.targetGroupArns[tg.key];
+    }
+    const refused = created.find((tg) => !owned.ours.includes(tg.arn));
+    if (refused !== undefined) throw refusal(refused.name, refused.arn);
   }
 
-  private async verifyOwnership(targetGroupArns: readonly string[]): Promise<void> {
-    const found = await this.elbv2.send(
-      new DescribeTagsCommand({ ResourceArns: [...targetGroupArns] }),
-    );
-    for (const description of found.TagDescriptions ?? []) {
-      const tags = tagsOf(description.Tags);
-      if (ownershipOf(tags, this.request.clusterName, this.request.service) === 'ours') continue;
-      // AWS handed back someone else's target group of the same name: forget it, touch nothing.
-      const arn = description.ResourceArn ?? '';
-      for (const [key, tg] of Object.entries(this.request.state.targetGroups ?? {})) {
-        if (tg.arn === arn) delete this.request.state.targetGroups?.[key];
-      }
-      throw new TerminalError(
-        `target group ${arn} already exists with our name and is not owned by this Service; refusing to use it`,
-      );
+  /**
+   * After a failure: records the created groups whose tags say they are ours, and forgets the
+   * rest. When even that read fails, none is recorded; ours carry our tags from their creation,
+   * so a later delete still finds them by tags.
+   */
+  async settleUncheckedTargetGroups(): Promise<void> {
+    const created = this.uncheckedTargetGroups;
+    if (created.length === 0) return;
+    this.uncheckedTargetGroups = [];
+    try {
+      const owned = await this.ownedOf(created.map((tg) => tg.arn));
+      for (const tg of created) if (owned.ours.includes(tg.arn)) this.record(tg);
+    } catch {
+      // The original failure is the one to report.
     }
+  }
+
+  private record(tg: CreatedTargetGroup): void {
+    const { state } = this.request;
+    state.targetGroups = {
+      ...state.targetGroups,
+      [tg.key]: { arn: tg.arn, name: tg.name, targets: [] },
+    };
+  }
+
+  private async ownedOf(arns: readonly string[]) {
+    const tags = await describeElbv2Tags(this.elbv2, arns);
+    return sortByOwnership(arns, tags, this.request.clusterName, this.request.service);
+  }
+
+  /** Before a group found by name is changed: refused unless its tags say it is ours. */
+  private async verifyOwnership(name: string, arn: string): Promise<void> {
+    if ((await this.ownedOf([arn])).ours.includes(arn)) return;
+    throw refusal(name, arn);
   }
 
   private async tag(resource: ResourceRef, add: Tags, remove: readonly string[]): Promise<void> {
@@ -499,6 +534,13 @@ class PlanRun {
       throw new InvariantError('the plan needs a load balancer before it has one');
     return this.loadBalancerArn;
   }
+}
+
+/** AWS handed back someone else's target group of our name: nothing of it is recorded or changed. */
+function refusal(name: string, arn: string): TerminalError {
+  return new TerminalError(
+    `target group ${name} (${arn}) already exists with our name and is not owned by this Service; refusing to use it`,
+  );
 }
 
 export function permissionsOf(rules: readonly IngressRule[]): IpPermission[] {

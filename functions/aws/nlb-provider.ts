@@ -24,12 +24,20 @@ import type { NlbClients } from './clients';
 import { describeChanges, executePlan } from './execute';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
 import { buildDesiredLoadBalancer, limits, schemeOf, type ProviderSettings } from './model/desired';
-import { loadBalancerName, ownershipTags } from './model/naming';
+import { loadBalancerName, ownershipTags, withNamingVersion } from './model/naming';
 import { planChanges } from './model/plan';
 import type { DesiredLoadBalancer } from './model/types';
 import { observe } from './observe';
-import { readNlbState, recordedResources, toProviderState, type NlbState } from './nlb-state';
+import { describeElbv2Tags, describeSecurityGroupTags, sortByOwnership } from './ownership';
+import {
+  namingVersionOf,
+  readNlbState,
+  recordedResources,
+  toProviderState,
+  type NlbState,
+} from './nlb-state';
 import { resolveSubnets } from './subnets';
+import type { TenantPolicyEnforcer } from './tenant-policy-check';
 
 /** Bump when the desired model changes meaning, so every checkpoint misses once. */
 export const nlbModelVersion = 1;
@@ -47,10 +55,13 @@ export class NlbProvider implements LoadBalancerProvider {
   constructor(
     private readonly clients: NlbClients,
     private readonly settings: ProviderSettings,
+    private readonly tenantPolicy?: TenantPolicyEnforcer,
   ) {
     this.fingerprint = stableHash({
       model: nlbModelVersion,
       settings: { ...settings, defaultTags: { ...settings.defaultTags } },
+      // Absent without a policy, so adding this setting left every checkpoint as it was.
+      tenantPolicy: tenantPolicy?.fingerprint,
     });
   }
 
@@ -85,19 +96,34 @@ export class NlbProvider implements LoadBalancerProvider {
     const nlb = readNlbState(state);
     const options = parseAnnotations(service);
     const scheme = schemeOf(options, this.settings);
-    const subnetInputs = JSON.stringify([scheme, options.subnets ?? null]);
+    // Before any AWS call: a Service the tenant policy refuses creates nothing.
+    const created = Object.values(recordedResources(nlb)).some((ids) => ids.length > 0);
+    const tenancy = await this.tenantPolicy?.check(service, options, scheme, created);
+    const roleTagRequiredBy = tenancy?.subnetRoleTagRequiredBy;
+    const subnetInputs = JSON.stringify([
+      scheme,
+      options.subnets ?? null,
+      ...(roleTagRequiredBy !== undefined ? ['role tag'] : []),
+    ]);
     let subnets = nlb.subnets?.inputs === subnetInputs ? nlb.subnets.refs : undefined;
     if (subnets === undefined) {
-      subnets = await resolveSubnets(this.clients.ec2, this.settings, scheme, options.subnets);
+      subnets = await resolveSubnets(
+        this.clients.ec2,
+        this.settings,
+        scheme,
+        options.subnets,
+        roleTagRequiredBy,
+      );
       nlb.subnets = { inputs: subnetInputs, refs: subnets };
     }
-    const desired = buildDesiredLoadBalancer({
+    // Pinned before anything is created, so a failed first sync keeps the names it started with.
+    nlb.namingVersion = namingVersionOf(nlb);
+    const desired = withNamingVersion(
+      buildDesiredLoadBalancer({ service, hosts, settings: this.settings, options, subnets }),
+      this.settings.clusterName,
       service,
-      hosts,
-      settings: this.settings,
-      options,
-      subnets,
-    });
+      nlb.namingVersion,
+    );
     const observed = await observe({
       clients: this.clients,
       clusterName: this.settings.clusterName,
@@ -153,8 +179,9 @@ export class NlbProvider implements LoadBalancerProvider {
 
   /**
    * Node changes only: registers new instances and deregisters gone ones, from the targets state
-   * recorded, in every target group; nothing is read. Without a complete record it falls back to
-   * a full Ensure.
+   * recorded, in every target group. The only read is one DescribeTags of the recorded groups:
+   * state is not proof of ownership, so a group whose tags name another Service or cluster is
+   * refused before any write. Without a complete record it falls back to a full Ensure.
    */
   async updateLoadBalancer(
     service: Service,
@@ -173,6 +200,7 @@ export class NlbProvider implements LoadBalancerProvider {
       );
     }
     const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
+    await this.requireOwnedTargetGroups(service, nlb);
     try {
       for (const tg of groups) {
         const current = tg.targets ?? [];
@@ -257,6 +285,8 @@ export class NlbProvider implements LoadBalancerProvider {
     }
     const left = recordedResources(remaining);
     const stillThere = left.targetGroupArns.length + left.securityGroupIds.length > 0;
+    // Kept with what is left, so a Service that wants its LB back keeps the names it had.
+    if (stillThere && nlb.namingVersion !== undefined) remaining.namingVersion = nlb.namingVersion;
     // Remembered past the NLB's deletion, so the pass that finishes a slow delete can name it.
     const deleted = inventory.loadBalancerArns[0] ?? nlb.deletedLoadBalancerArn;
     if (stillThere && deleted !== undefined) remaining.deletedLoadBalancerArn = deleted;
@@ -280,13 +310,48 @@ export class NlbProvider implements LoadBalancerProvider {
     return owners;
   }
 
-  /** Stored ARNs plus everything the tagging API finds with this Service's ownership tags. */
+  /**
+   * The recorded target groups, checked by their tags before a host update writes to them: one
+   * DescribeTags for up to 20 groups. Another owner's group is a terminal error naming it; a group
+   * that is gone (or carries no tags at all) is drift, which a full Ensure sorts out.
+   */
+  private async requireOwnedTargetGroups(service: Service, nlb: NlbState): Promise<void> {
+    const arns = recordedResources(nlb).targetGroupArns;
+    const withState = { providerState: toProviderState(nlb) };
+    let owned;
+    try {
+      const tags = await describeElbv2Tags(this.clients.elbv2, arns);
+      owned = sortByOwnership(arns, tags, this.settings.clusterName, service);
+    } catch (error) {
+      throw Object.assign(translateAwsError(error, 'read target group tags'), withState);
+    }
+    if (owned.foreign.length > 0) {
+      throw new TerminalError(
+        `target group ${owned.foreign.join(', ')} recorded for this Service is not owned by this Service in cluster ${this.settings.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match); refusing to change its targets`,
+      );
+    }
+    if (owned.unknown.length > 0) {
+      throw Object.assign(
+        new NotFoundError(
+          `update targets: target group ${owned.unknown.join(', ')} is gone or carries no tags`,
+        ),
+        withState,
+      );
+    }
+  }
+
+  /**
+   * Everything the tagging API finds with this Service's ownership tags, plus the stored ARNs
+   * whose own tags prove them ours: state alone is never proof (it may have been written by
+   * someone else). Recorded resources the tagging API already returned cost nothing more; the
+   * others (the tagging API lags behind new resources) one DescribeTags per 20 ARNs and one
+   * DescribeSecurityGroups. Anything else recorded is left alone and forgotten.
+   */
   private async inventory(service: Service, nlb: NlbState) {
-    const recorded = recordedResources(nlb);
     const found = {
-      loadBalancerArns: new Set(recorded.loadBalancerArns),
-      targetGroupArns: new Set(recorded.targetGroupArns),
-      securityGroupIds: new Set(recorded.securityGroupIds),
+      loadBalancerArns: new Set<string>(),
+      targetGroupArns: new Set<string>(),
+      securityGroupIds: new Set<string>(),
     };
     const byUid = [{ Key: ownershipTags.serviceUid, Values: [service.metadata?.uid ?? ''] }];
     for await (const { arn } of this.tagged(byUid, 'find resources by tags')) {
@@ -295,6 +360,31 @@ export class NlbProvider implements LoadBalancerProvider {
       else if (arn.includes(':security-group/')) {
         found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
       }
+    }
+    const recorded = recordedResources(nlb);
+    const uncheckedArns = [...recorded.loadBalancerArns, ...recorded.targetGroupArns].filter(
+      (arn) => !found.loadBalancerArns.has(arn) && !found.targetGroupArns.has(arn),
+    );
+    const uncheckedGroups = recorded.securityGroupIds.filter(
+      (id) => !found.securityGroupIds.has(id),
+    );
+    try {
+      const { clusterName } = this.settings;
+      if (uncheckedArns.length > 0) {
+        const tags = await describeElbv2Tags(this.clients.elbv2, uncheckedArns);
+        for (const arn of sortByOwnership(uncheckedArns, tags, clusterName, service).ours) {
+          if (recorded.loadBalancerArns.includes(arn)) found.loadBalancerArns.add(arn);
+          else found.targetGroupArns.add(arn);
+        }
+      }
+      if (uncheckedGroups.length > 0) {
+        const tags = await describeSecurityGroupTags(this.clients.ec2, uncheckedGroups);
+        for (const id of sortByOwnership(uncheckedGroups, tags, clusterName, service).ours) {
+          found.securityGroupIds.add(id);
+        }
+      }
+    } catch (error) {
+      throw translateAwsError(error, 'read tags of recorded resources');
     }
     return {
       loadBalancerArns: [...found.loadBalancerArns],

@@ -1,4 +1,5 @@
 import type { JsonValue } from '../core/hash';
+import { currentNamingVersion, type NamingVersion } from './model/naming';
 import type { SubnetRef } from './model/types';
 import type { ProviderState } from '../sync/ports';
 
@@ -15,6 +16,26 @@ export interface NlbState {
   deletedLoadBalancerArn?: string;
   /** Tag keys applied by earlier syncs: the only ones a sync may remove again. */
   appliedTagKeys?: string[];
+  /** How this Service's resources are named (model/naming.ts); absent before versions existed. */
+  namingVersion?: NamingVersion;
+}
+
+/**
+ * The naming version a Service stays on: the recorded one; version 1 for a state written before
+ * versions existed that records resources (they carry version 1 names); the current version for
+ * a Service with nothing yet.
+ */
+export function namingVersionOf(state: NlbState): NamingVersion {
+  if (state.namingVersion === 1 || state.namingVersion === 2) return state.namingVersion;
+  const recorded = recordedResources(state);
+  const hasResources =
+    state.loadBalancerName !== undefined ||
+    state.deletedLoadBalancerArn !== undefined ||
+    recorded.loadBalancerArns.length +
+      recorded.targetGroupArns.length +
+      recorded.securityGroupIds.length >
+      0;
+  return hasResources ? 1 : currentNamingVersion;
 }
 
 export function readNlbState(state: ProviderState | undefined): NlbState {

@@ -8,7 +8,6 @@ import {
   DescribeListenersCommand,
   DescribeLoadBalancerAttributesCommand,
   DescribeLoadBalancersCommand,
-  DescribeTagsCommand,
   DescribeTargetGroupAttributesCommand,
   DescribeTargetGroupsCommand,
   DescribeTargetHealthCommand,
@@ -34,6 +33,7 @@ import type {
   TargetGroupProtocol,
 } from './model/types';
 import type { NlbState } from './nlb-state';
+import { describeElbv2Tags, tagsOf } from './ownership';
 
 export interface ObserveRequest {
   readonly clients: NlbClients;
@@ -255,21 +255,11 @@ async function describeTargetGroupsByArn(
   }
 }
 
-async function describeTags(
+function describeTags(
   request: ObserveRequest,
   arns: readonly string[],
 ): Promise<Map<string, Tags>> {
-  const result = new Map<string, Tags>();
-  for (let i = 0; i < arns.length; i += 20) {
-    const chunk = arns.slice(i, i + 20);
-    const found = await call('describe tags', () =>
-      request.clients.elbv2.send(new DescribeTagsCommand({ ResourceArns: chunk })),
-    );
-    for (const description of found.TagDescriptions ?? []) {
-      result.set(description.ResourceArn ?? '', tagsOf(description.Tags));
-    }
-  }
-  return result;
+  return call('describe tags', () => describeElbv2Tags(request.clients.elbv2, arns));
 }
 
 async function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
@@ -320,12 +310,6 @@ async function describeSecurityGroup(
     );
   }
   return { id, name: group.GroupName ?? '', ingress: rulesOf(group.IpPermissions ?? []), tags };
-}
-
-export function tagsOf(
-  tags: readonly { Key?: string | undefined; Value?: string | undefined }[] | undefined,
-): Tags {
-  return Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
 }
 
 export function rulesOf(permissions: readonly IpPermission[]): IngressRule[] {

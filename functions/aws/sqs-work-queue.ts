@@ -6,10 +6,14 @@ import {
 } from '@aws-sdk/client-sqs';
 import { RetryableError } from '../core/errors';
 import type { WorkMessage } from '../runtime/messages';
+import { messageGroupOf } from './work-message-group';
 
 /** The work queue as the runtime needs it. */
 export interface WorkQueue {
-  /** Sends messages (batched by 10); a message SQS did not accept is retried, then reported. */
+  /**
+   * Sends messages (batched by 10), each with its fair-queue group (the Service's namespace); a
+   * message SQS did not accept is retried, then reported.
+   */
   send(messages: readonly WorkMessage[], delaySeconds?: number): Promise<void>;
   /** Makes a received message visible again after `seconds` (the backoff of S6). */
   changeVisibility(receiptHandle: string, seconds: number): Promise<void>;
@@ -33,6 +37,8 @@ export class SqsWorkQueue implements WorkQueue {
       let pending = messages.slice(i, i + 10).map((message, n) => ({
         Id: String(n),
         MessageBody: JSON.stringify(message),
+        // The queue stays a standard queue: on one, a group only tells SQS whose work this is.
+        MessageGroupId: messageGroupOf(message),
         DelaySeconds: Math.min(900, Math.max(0, Math.round(delaySeconds))),
       }));
       for (let attempt = 0; pending.length > 0; attempt++) {

@@ -10,33 +10,32 @@ const roleTag: Record<Scheme, string> = {
   internal: 'kubernetes.io/role/internal-elb',
 };
 
+const subnetsAnnotation = 'annotation service.beta.kubernetes.io/aws-load-balancer-subnets';
+
 /**
  * The subnets for an NLB: those named by the annotation (IDs or Name tags), else those in the
  * cluster VPC tagged for the scheme's role, one per Availability Zone. One DescribeSubnets call.
+ * `roleTagRequiredBy` (a tenant policy rule) makes annotated subnets carry the role tag too.
  */
 export async function resolveSubnets(
   ec2: EC2Client,
   settings: ProviderSettings,
   scheme: Scheme,
   annotated: readonly string[] | undefined,
+  roleTagRequiredBy?: string,
 ): Promise<SubnetRef[]> {
-  if (annotated !== undefined) return resolveAnnotated(ec2, settings, annotated);
+  if (annotated !== undefined) {
+    return resolveAnnotated(ec2, settings, annotated, scheme, roleTagRequiredBy);
+  }
   const subnets = await describe(ec2, [
     { Name: 'vpc-id', Values: [settings.vpcId] },
     { Name: 'tag-key', Values: [roleTag[scheme]] },
   ]);
   const ownTag = clusterTagKey(settings.clusterName);
   // Subnets reserved for another cluster are not ours to use.
-  const usable = subnets.filter((subnet) => {
-    const clusterTags = (subnet.Tags ?? []).filter((t) =>
-      t.Key?.startsWith('kubernetes.io/cluster/'),
-    );
-    const role = subnet.Tags?.find((t) => t.Key === roleTag[scheme])?.Value;
-    return (
-      (clusterTags.length === 0 || clusterTags.some((t) => t.Key === ownTag)) &&
-      (role === '' || role === '1')
-    );
-  });
+  const usable = subnets.filter(
+    (subnet) => !reservedElsewhere(subnet, ownTag) && hasRole(subnet, scheme),
+  );
   const byZone = new Map<string, Subnet>();
   for (const subnet of usable) {
     const zone = subnet.AvailabilityZone ?? '';
@@ -57,6 +56,8 @@ async function resolveAnnotated(
   ec2: EC2Client,
   settings: ProviderSettings,
   wanted: readonly string[],
+  scheme: Scheme,
+  roleTagRequiredBy: string | undefined,
 ): Promise<SubnetRef[]> {
   const ids = wanted.filter((w) => /^subnet-[0-9a-f]+$/.test(w));
   const names = wanted.filter((w) => !ids.includes(w));
@@ -81,12 +82,44 @@ async function resolveAnnotated(
   const zones = found.map((s) => s.AvailabilityZone ?? '');
   if (new Set(zones).size !== zones.length)
     problems.push('give at most one subnet per Availability Zone');
-  if (problems.length > 0) {
+  // Always, with or without a tenant policy: a subnet ID may name any subnet in the account.
+  const ownTag = clusterTagKey(settings.clusterName);
+  for (const subnet of found) {
+    if (subnet.VpcId !== settings.vpcId) {
+      problems.push(
+        `subnet ${subnet.SubnetId ?? ''} is in ${subnet.VpcId ?? 'no VPC'}, not the cluster VPC ${settings.vpcId}`,
+      );
+    } else if (reservedElsewhere(subnet, ownTag)) {
+      problems.push(
+        `subnet ${subnet.SubnetId ?? ''} is tagged for another cluster (${clusterTags(subnet).join(', ')})`,
+      );
+    }
+  }
+  if (problems.length > 0) throw new TerminalError(`${subnetsAnnotation}: ${problems.join('; ')}`);
+  const untagged = found.filter((subnet) => !hasRole(subnet, scheme));
+  if (roleTagRequiredBy !== undefined && untagged.length > 0) {
     throw new TerminalError(
-      `annotation service.beta.kubernetes.io/aws-load-balancer-subnets: ${problems.join('; ')}`,
+      `${roleTagRequiredBy}: ${subnetsAnnotation}: ${untagged.map((s) => s.SubnetId ?? '').join(', ')} not tagged ${roleTag[scheme]} (value "1" or empty), which ${scheme} load balancers need (requireSubnetRoleTag)`,
     );
   }
   return refs(found);
+}
+
+function clusterTags(subnet: Subnet): string[] {
+  return (subnet.Tags ?? [])
+    .map((t) => t.Key ?? '')
+    .filter((key) => key.startsWith('kubernetes.io/cluster/'));
+}
+
+/** Tagged for some cluster, and not for ours. */
+function reservedElsewhere(subnet: Subnet, ownTag: string): boolean {
+  const tags = clusterTags(subnet);
+  return tags.length > 0 && !tags.includes(ownTag);
+}
+
+function hasRole(subnet: Subnet, scheme: Scheme): boolean {
+  const role = subnet.Tags?.find((t) => t.Key === roleTag[scheme])?.Value;
+  return role === '' || role === '1';
 }
 
 async function describe(

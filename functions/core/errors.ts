@@ -1,3 +1,5 @@
+import { redactSecrets } from './redact';
+
 /**
  * The error taxonomy (DESIGN §4). Adapters translate SDK and API errors into these; callers pick
  * the handling from the kind: backoff, a fixed delay, a Warning only, or an alarm.
@@ -85,8 +87,9 @@ export function errorKind(error: unknown): ErrorKind {
   return error instanceof ControllerError ? error.kind : 'retryable';
 }
 
+/** An error's message as the controller publishes it (events, logs): secrets masked. */
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return redactSecrets(error instanceof Error ? error.message : String(error));
 }
 
 /** The class of a failure that will be retried; unclassified errors are transient. */

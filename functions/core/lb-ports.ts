@@ -1,5 +1,7 @@
+import { clipped, joinProblems } from './echo';
 import { TerminalError } from './errors';
 import type { Service, ServicePort } from './objects';
+import { countProblem, serviceLimits } from './service-limits';
 
 export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP';
 
@@ -21,15 +23,18 @@ export const maxListeners = 50;
  * share a nodePort. Throws a TerminalError naming every problem.
  */
 export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
+  const servicePorts = service.spec?.ports ?? [];
+  // From the count, before a single port is looked at (issue 19: work before limits).
+  const tooMany = countProblem('spec.ports', servicePorts.length, serviceLimits.servicePorts);
+  if (tooMany !== undefined) throw new TerminalError(tooMany);
   const problems: string[] = [];
   const byPort = new Map<number, ServicePort[]>();
-  const servicePorts = service.spec?.ports ?? [];
   if (servicePorts.length === 0) problems.push('a LoadBalancer Service needs at least one port');
   for (const port of servicePorts) {
     const protocol = port.protocol ?? 'TCP';
     if (protocol !== 'TCP' && protocol !== 'UDP') {
       problems.push(
-        `port ${port.port}/${protocol}: Network Load Balancers support TCP and UDP only`,
+        `port ${port.port}/${clipped(String(protocol))}: Network Load Balancers support TCP and UDP only`,
       );
       continue;
     }
@@ -74,6 +79,6 @@ export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
       `${listeners.length} listeners exceed the Network Load Balancer limit of ${maxListeners}`,
     );
   }
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return listeners;
 }

@@ -14,6 +14,8 @@ export interface ObjectMeta {
   readonly finalizers?: readonly string[] | undefined;
   /** client-node parses it into a Date; a raw JSON object carries the string. */
   readonly deletionTimestamp?: Date | string | undefined;
+  /** As deletionTimestamp: a Date from client-node, a string in raw JSON. */
+  readonly creationTimestamp?: Date | string | undefined;
 }
 
 export interface ServicePort {

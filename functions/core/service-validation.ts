@@ -1,6 +1,8 @@
+import { quoted } from './echo';
 import { TerminalError } from './errors';
 import { loadBalancerPorts, type LoadBalancerPort } from './lb-ports';
 import type { Service } from './objects';
+import { sizeProblems } from './service-limits';
 
 /**
  * Service fields this controller cannot honour. Each gets a terminal Warning that names it rather
@@ -21,13 +23,22 @@ export function unsupportedFields(service: Service): string[] {
   }
   const families = spec.ipFamilies ?? ['IPv4'];
   if (families.length > 1 || families.some((family) => family !== 'IPv4')) {
-    problems.push(`spec.ipFamilies ${JSON.stringify(families)} is not supported: only IPv4 is`);
+    // Kubernetes allows two families; anything longer is only echoed in part.
+    const shown = families.slice(0, 2).map((family) => quoted(String(family)));
+    const more = families.length > 2 ? `, … (${families.length} entries)` : '';
+    problems.push(`spec.ipFamilies [${shown.join(',')}${more}] is not supported: only IPv4 is`);
   }
   return problems;
 }
 
-/** Everything the core can check about a Service before any cloud call; throws a TerminalError naming every problem. */
+/**
+ * Everything the core can check about a Service before any cloud call; throws a TerminalError
+ * naming every problem. Sizes come first and alone: a Service over a limit is refused from its
+ * counts, before its ports are grouped or anything else is built from it.
+ */
 export function validateLoadBalancerService(service: Service): LoadBalancerPort[] {
+  const tooLarge = sizeProblems(service);
+  if (tooLarge.length > 0) throw new TerminalError(tooLarge.join('; '));
   const problems = unsupportedFields(service);
   let ports: LoadBalancerPort[] = [];
   try {

@@ -1,5 +1,5 @@
+import { createHash } from 'node:crypto';
 import { ourFinalizersOn, wantsLoadBalancer, type ClaimPolicy } from '../core/claim';
-import { stableHash } from '../core/hash';
 import {
   clusterAutoscalerDeletionTaint,
   excludeFromLoadBalancersLabel,
@@ -12,46 +12,75 @@ const notOurs: Service = Object.freeze({ metadata: Object.freeze({}), spec: Obje
 
 /**
  * The forwarder keeps, per object, only what the enqueue filters read: a compact projection that
- * the core's predicates accept as a Service or a Node. Annotations shrink to one hash (the filters
- * only ask whether they changed), finalizers to ours, node labels and taints to the ones a policy
- * reads. Whole objects are never held.
+ * the core's predicates accept as a Service or a Node. Whole objects are never held, and a
+ * Service's projection has a fixed size whatever the Service holds: one tenant's Services filled
+ * to Kubernetes' object limit (85,000 source ranges, ~1.5 MB each) must not cost the forwarder,
+ * which serves every namespace, more than any other Service.
+ *
+ * What the filters read:
+ * - whether the Service wants a load balancer from us (type, class), our finalizers, deletion:
+ *   kept, reduced to what those predicates can tell apart;
+ * - every field `needsUpdate` compares (annotations, source ranges, ports, external IPs, ...):
+ *   the forwarder only asks whether any changed, so they become one digest, held where
+ *   `needsUpdate` compares it as an annotation.
  */
 export function serviceFingerprint(service: Service, claim: ClaimPolicy): Service {
-  const { metadata, spec } = service;
   const ours = ourFinalizersOn(service, claim);
   // Most Services in a cluster are not ours and never will be until their type or class changes;
   // every filter answers the same for all of them, so they share one object instead of each
   // holding a projection (about half the forwarder's heap on a 10,000-Service cluster).
   if (!wantsLoadBalancer(service, claim) && ours.length === 0) return notOurs;
-  const annotations = metadata?.annotations ?? {};
+  const lbClass = service.spec?.loadBalancerClass;
   return {
     metadata: {
-      uid: metadata?.uid,
-      ...(Object.keys(annotations).length > 0
-        ? { annotations: { '#': stableHash({ ...annotations }) } }
-        : {}),
-      ...(ours.length > 0 ? { finalizers: ours } : {}),
+      annotations: { '#': loadBalancerInputsDigest(service) },
+      // The filters ask only whether one of ours is there; a list of copies says no more.
+      ...(ours.length > 0 ? { finalizers: [...new Set(ours)] } : {}),
       ...(isBeingDeleted(service) ? { deletionTimestamp: 'set' } : {}),
     },
     spec: {
-      type: spec?.type,
-      loadBalancerClass: spec?.loadBalancerClass,
-      ports: spec?.ports?.map((p) => ({
-        name: p.name,
-        protocol: p.protocol,
-        port: p.port,
-        nodePort: p.nodePort,
-        appProtocol: p.appProtocol,
-      })),
-      loadBalancerSourceRanges: spec?.loadBalancerSourceRanges,
-      sessionAffinity: spec?.sessionAffinity,
-      loadBalancerIP: spec?.loadBalancerIP,
-      externalIPs: spec?.externalIPs,
-      externalTrafficPolicy: spec?.externalTrafficPolicy,
-      healthCheckNodePort: spec?.healthCheckNodePort,
-      ipFamilies: spec?.ipFamilies,
+      type: service.spec?.type === 'LoadBalancer' ? 'LoadBalancer' : 'other',
+      // Only "none", "ours" and "another" matter; another class never equals ours with a suffix.
+      loadBalancerClass:
+        lbClass === undefined || lbClass === '' || lbClass === claim.loadBalancerClass
+          ? lbClass
+          : `${claim.loadBalancerClass}#other`,
     },
   };
+}
+
+/**
+ * A digest of every field `needsUpdate` compares, normalised as it compares them (absent lists
+ * and maps are empty, port defaults filled in, annotation order ignored, only the number of IP
+ * families), so two versions get the same digest exactly when it finds no change. SHA-256,
+ * because a tenant chooses these inputs: a weaker hash would let one craft a change the
+ * forwarder does not see. The canonical text is built, hashed and dropped at once.
+ */
+function loadBalancerInputsDigest(service: Service): string {
+  const spec = service.spec ?? {};
+  const annotations = service.metadata?.annotations ?? {};
+  const inputs = [
+    service.metadata?.uid ?? '',
+    spec.loadBalancerSourceRanges ?? [],
+    (spec.ports ?? []).map((p) => [
+      p.name ?? '',
+      p.protocol ?? 'TCP',
+      p.port,
+      p.nodePort ?? 0,
+      p.appProtocol ?? '',
+    ]),
+    spec.sessionAffinity ?? '',
+    spec.loadBalancerIP ?? '',
+    spec.externalIPs ?? [],
+    Object.keys(annotations)
+      .sort()
+      .map((key) => [key, annotations[key]]),
+    spec.externalTrafficPolicy ?? '',
+    spec.healthCheckNodePort ?? 0,
+    spec.ipFamilies?.length ?? 0,
+  ];
+  // 128 bits: collisions would take 2^64 tries.
+  return createHash('sha256').update(JSON.stringify(inputs)).digest('base64url').slice(0, 22);
 }
 
 // Shared, frozen condition lists: thousands of nodes report one of a handful of Ready states.

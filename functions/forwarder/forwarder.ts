@@ -14,7 +14,8 @@ import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
 import type { KubeConnection } from './in-cluster';
 import { KubeHttp } from './kube-http';
-import { listPage, ResourceWatch } from './resource-watch';
+import { streamListPage } from './list-stream';
+import { ResourceWatch } from './resource-watch';
 
 export interface ForwarderOptions {
   /** The Pod's ServiceAccount (InClusterConnection), or a client-node KubeConfig outside the cluster. */
@@ -84,7 +85,8 @@ export class Forwarder {
     this.services = new ResourceWatch<V1Service, Service>({
       http,
       path: '/api/v1/services',
-      listPage: (limit, token) => listPage<V1Service>(http, '/api/v1/services', limit, token),
+      listPage: (limit, token, onItem) =>
+        streamListPage<V1Service>(http, '/api/v1/services', limit, token, onItem),
       keyOf: (s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`,
       fingerprint: (s) => serviceFingerprint(s, options.claim),
       onChange: (key, old, current) => {
@@ -103,7 +105,8 @@ export class Forwarder {
     this.nodes = new ResourceWatch<V1Node, Node>({
       http,
       path: '/api/v1/nodes',
-      listPage: (limit, token) => listPage<V1Node>(http, '/api/v1/nodes', limit, token),
+      listPage: (limit, token, onItem) =>
+        streamListPage<V1Node>(http, '/api/v1/nodes', limit, token, onItem),
       keyOf: (n) => n.metadata?.name ?? '',
       fingerprint: nodeFingerprint,
       onChange: (key, old, current) =>

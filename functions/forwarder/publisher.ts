@@ -1,3 +1,4 @@
+import { messageGroupOf } from '../aws/work-message-group';
 import type { WorkMessage } from '../runtime/messages';
 
 export interface PublisherMetrics {
@@ -21,10 +22,16 @@ export interface PublisherOptions {
  * is not sent twice, and node triggers coalesce into one. A loop sends batches of 10; a batch SQS
  * does not take stays pending and is retried with capped, jittered backoff (at-least-once). When
  * the buffer is full, `enqueue` waits, which slows the watch rather than dropping work.
+ *
+ * Batches take turns between fair-queue groups (namespaces, node sync), oldest first within each,
+ * so a namespace that changes thousands of Services at once does not hold back another
+ * namespace's one change in this buffer either.
  */
 export class Publisher {
   readonly metrics: PublisherMetrics = { forwarded: 0, sendFailures: 0 };
   private readonly pending = new Map<string, WorkMessage>();
+  /** Pending ids per group, oldest first; the group sent from last is moved to the back. */
+  private readonly groups = new Map<string, Set<string>>();
   private readonly spaceWaiters: (() => void)[] = [];
   private wake: (() => void) | undefined;
   private running = false;
@@ -56,7 +63,7 @@ export class Publisher {
       message.kind === 'node' || message.kind === 'heartbeat'
         ? message.kind
         : message.kind === 'event'
-          ? `event:${message.event.detail.eventId}`
+          ? `event:${message.id}`
           : `${message.kind}:${message.key}`;
     // A heartbeat never waits for room: a full buffer is what it must report.
     while (
@@ -66,8 +73,52 @@ export class Publisher {
     ) {
       await new Promise<void>((resolve) => this.spaceWaiters.push(resolve));
     }
+    if (!this.pending.has(id)) {
+      const group = messageGroupOf(message);
+      const ids = this.groups.get(group) ?? new Set<string>();
+      ids.add(id);
+      this.groups.set(group, ids);
+    }
     this.pending.set(id, message);
     this.wake?.();
+  }
+
+  /** Up to `size` pending entries, one group after another in turn. */
+  private nextBatch(size: number): [string, WorkMessage][] {
+    const batch: [string, WorkMessage][] = [];
+    const turns = [...this.groups].map(([group, ids]) => ({ group, ids: ids.values() }));
+    const served: string[] = [];
+    while (batch.length < size && turns.length > 0) {
+      for (let i = 0; i < turns.length && batch.length < size;) {
+        const turn = turns[i]!;
+        const next = turn.ids.next();
+        if (next.done === true) {
+          turns.splice(i, 1);
+          continue;
+        }
+        const message = this.pending.get(next.value);
+        if (message !== undefined) batch.push([next.value, message]);
+        if (!served.includes(turn.group)) served.push(turn.group);
+        i++;
+      }
+    }
+    // Next time the groups that got nothing go first.
+    for (const group of served) {
+      const ids = this.groups.get(group);
+      this.groups.delete(group);
+      if (ids !== undefined) this.groups.set(group, ids);
+    }
+    return batch;
+  }
+
+  private sent(id: string, message: WorkMessage): void {
+    // A newer message for the same id arrived meanwhile: keep that one.
+    if (this.pending.get(id) !== message) return;
+    this.pending.delete(id);
+    const group = messageGroupOf(message);
+    const ids = this.groups.get(group);
+    ids?.delete(id);
+    if (ids?.size === 0) this.groups.delete(group);
   }
 
   start(): void {
@@ -99,13 +150,10 @@ export class Publisher {
         this.wake = undefined;
         continue;
       }
-      const batch = [...this.pending.entries()].slice(0, 10);
+      const batch = this.nextBatch(10);
       try {
         await this.send(batch.map(([, message]) => message));
-        for (const [id, message] of batch) {
-          // A newer message for the same id arrived meanwhile: keep that one.
-          if (this.pending.get(id) === message) this.pending.delete(id);
-        }
+        for (const [id, message] of batch) this.sent(id, message);
         this.metrics.forwarded += batch.length;
         failures = 0;
         this.failingSinceMs = undefined;

@@ -1,4 +1,5 @@
 import { KubeHttpError, readWatchStream, type KubeHttp } from './kube-http';
+import { streamListPage, type ListPageMetadata } from './list-stream';
 
 export interface ListPage<T> {
   readonly items: T[];
@@ -8,9 +9,9 @@ export interface ListPage<T> {
 }
 
 /**
- * One page of a list, as plain JSON. The typed API clients would pull client-node's generated
- * models for every Kubernetes kind into the forwarder (about 80 MiB of resident memory), for two
- * list calls.
+ * One page of a list, as plain JSON, its items gathered in an array (ResourceWatch does not
+ * gather them: it takes each from `streamListPage` as it arrives). The typed API clients would pull client-node's generated models for
+ * every Kubernetes kind into the forwarder (about 80 MiB of resident memory), for two list calls.
  */
 export async function listPage<T>(
   http: KubeHttp,
@@ -18,25 +19,26 @@ export async function listPage<T>(
   limit: number,
   continueToken: string | undefined,
 ): Promise<ListPage<T>> {
-  const page = await http.getJson<{
-    items?: T[];
-    metadata?: { resourceVersion?: string; continue?: string };
-  }>(path, { limit: String(limit), continue: continueToken });
-  return {
-    items: page.items ?? [],
-    metadata: {
-      resourceVersion: page.metadata?.resourceVersion,
-      _continue: page.metadata?.continue,
-    },
-  };
+  const items: T[] = [];
+  const metadata = await streamListPage<T>(http, path, limit, continueToken, (item) => {
+    items.push(item);
+  });
+  return { items, metadata };
 }
 
 export interface ResourceWatchOptions<T, F> {
   readonly http: KubeHttp;
   /** Watch path, e.g. `/api/v1/services`. */
   readonly path: string;
-  /** One page of the list; `limit` keeps memory flat on large clusters. */
-  readonly listPage: (limit: number, continueToken: string | undefined) => Promise<ListPage<T>>;
+  /**
+   * One page of the list, each item handed to `onItem` as it arrives (awaited), so neither the
+   * page nor its objects are held: a page of objects at Kubernetes' size limit is 150 MB.
+   */
+  readonly listPage: (
+    limit: number,
+    continueToken: string | undefined,
+    onItem: (object: T) => Promise<void>,
+  ) => Promise<ListPageMetadata>;
   readonly keyOf: (object: T) => string;
   readonly fingerprint: (object: T) => F;
   /** Called for every change in order (add: old undefined; delete: current undefined); may wait (back-pressure). */
@@ -111,23 +113,31 @@ export class ResourceWatch<T extends WatchObject, F> {
     }
   }
 
-  /** Lists every page, then reports what changed against what was known (all adds the first time). */
+  /**
+   * Lists every page, reporting each object against what was known as it arrives (all adds the
+   * first time), then the deletions. Only keys are gathered: one fingerprint per object is held,
+   * never a second set of them or a page of objects.
+   */
   private async relist(): Promise<void> {
-    const seen = new Map<string, F>();
+    const seen = new Set<string>();
     let token: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.options.listPage(this.options.pageSize ?? 100, token);
-      for (const object of page.items)
-        seen.set(this.options.keyOf(object), this.options.fingerprint(object));
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      token = page.metadata?._continue || undefined;
+      const page = await this.options.listPage(
+        this.options.pageSize ?? 100,
+        token,
+        async (object) => {
+          const key = this.options.keyOf(object);
+          const current = this.options.fingerprint(object);
+          const old = this.known.get(key);
+          seen.add(key);
+          this.known.set(key, current);
+          await this.options.onChange(key, old, current);
+        },
+      );
+      resourceVersion = page.resourceVersion ?? resourceVersion;
+      token = page._continue || undefined;
     } while (token !== undefined);
-    for (const [key, current] of seen) {
-      const old = this.known.get(key);
-      this.known.set(key, current);
-      await this.options.onChange(key, old, current);
-    }
     for (const [key, old] of [...this.known]) {
       if (seen.has(key)) continue;
       this.known.delete(key);

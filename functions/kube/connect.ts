@@ -3,6 +3,8 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControllerConfig } from '../config';
+import { RetryableError } from '../core/errors';
+import { redactSecrets } from '../core/redact';
 import type { Clock } from '../sync/ports';
 import { mintEksToken, type EksToken } from './eks-token';
 
@@ -71,14 +73,48 @@ export function kubernetesConnector(
           const secret = await secrets.send(
             new GetSecretValueCommand({ SecretId: settings.secretArn }),
           );
-          const kc = new KubeConfig();
-          kc.loadFromString(secret.SecretString ?? '');
+          const kc = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn);
           current = { readAt: now, api: kc.makeApiClient(CoreV1Api) };
         }
         return current.api;
       };
     }
   }
+}
+
+/**
+ * A kubeconfig read from Secrets Manager. The YAML parser's own message quotes the lines around
+ * the fault, which hold the token or client key: only its reason and position are kept. Fixed by
+ * whoever owns the secret, so retried (a dependency failure) until they do.
+ */
+export function kubeConfigFromSecret(text: string, secretArn: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(text);
+  } catch (error) {
+    throw new RetryableError(
+      `the kubeconfig in Secrets Manager secret ${secretArn} cannot be read: ${parseProblem(error)}`,
+      { failureClass: 'dependency' },
+    );
+  }
+  return kc;
+}
+
+function parseProblem(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return 'not a kubeconfig';
+  const { reason, mark } = error as {
+    reason?: unknown;
+    mark?: { line?: unknown; column?: unknown };
+  };
+  if (typeof reason === 'string') {
+    const where =
+      typeof mark?.line === 'number' && typeof mark.column === 'number'
+        ? ` at line ${mark.line + 1}, column ${mark.column + 1}`
+        : '';
+    return `invalid YAML: ${reason}${where}`;
+  }
+  // Not a YAML error (a document of the wrong shape): client-node's own message names no values.
+  return error instanceof Error ? redactSecrets(error.message).slice(0, 300) : 'not a kubeconfig';
 }
 
 /** The endpoint and CA from configuration, or else from eks:DescribeCluster. */

@@ -5,11 +5,12 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type V1Node,
+  type V1Service,
 } from '@kubernetes/client-node';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';
-import type { KubernetesApi } from '../sync/ports';
+import type { KubernetesApi, NamespaceDirectory } from '../sync/ports';
 
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -22,7 +23,7 @@ const nodePageSize = 500;
  * changes are strategic-merge patches of the list alone (others' finalizers are kept without a
  * read-modify-write race), and status is written through the status subresource.
  */
-export class ClientNodeKubernetesApi implements KubernetesApi {
+export class ClientNodeKubernetesApi implements KubernetesApi, NamespaceDirectory {
   constructor(private readonly makeApi: () => Promise<CoreV1Api>) {}
 
   static fromKubeConfig(kc: KubeConfig): ClientNodeKubernetesApi {
@@ -87,6 +88,37 @@ export class ClientNodeKubernetesApi implements KubernetesApi {
       throw translateKubeError(error, 'list nodes');
     }
     return nodes;
+  }
+
+  async namespaceLabels(namespace: string): Promise<Readonly<Record<string, string>>> {
+    const api = await this.connect();
+    try {
+      return (await api.readNamespace({ name: namespace })).metadata?.labels ?? {};
+    } catch (error) {
+      // A Service cannot outlive its namespace; a namespace being removed has no labels to grant.
+      if (error instanceof ApiException && error.code === 404) return {};
+      throw translateKubeError(error, `read namespace ${namespace}`);
+    }
+  }
+
+  async listServices(namespace: string): Promise<Service[]> {
+    const api = await this.connect();
+    const services: V1Service[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const page = await api.listNamespacedService({
+          namespace,
+          limit: nodePageSize,
+          ...(token ? { _continue: token } : {}),
+        });
+        services.push(...page.items);
+        token = page.metadata?._continue || undefined;
+      } while (token !== undefined);
+    } catch (error) {
+      throw translateKubeError(error, `list services in ${namespace}`);
+    }
+    return services;
   }
 
   /** The API client; failing to get one (EKS, Secrets Manager) is classed by what fixes it. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, loadAllYaml, type V1Service } from '@kubernetes/client-node';
 import { parseConfig, type ControllerConfig } from '../config';
+import { tenantPolicySchema, type TenantPolicySetting } from '../tenant-policy-config';
 import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
 import type { RuntimeLog } from '../runtime/context';
@@ -55,6 +56,8 @@ Options (each also from the environment variable shown):
   --load-balancer-class CLASS  SSC_LOAD_BALANCER_CLASS default serverless-service-controller.io/nlb
   --claim-classless            SSC_CLAIM_CLASSLESS=true  also serve Services without a class
   --node-policy stable|seed    SSC_NODE_POLICY
+  --tenant-policy FILE         SSC_TENANT_POLICY       a JSON file: what each namespace may ask for
+                               (docs/tenant-safety.md#tenant-policy)
   --create-resources           SSC_CREATE_RESOURCES=true create the queue and table when missing
   --until-converged            exit 0 once every LoadBalancer Service has its NLB, targets and
                                status; non-zero with the reason after --timeout
@@ -99,6 +102,7 @@ const options = {
   'load-balancer-class': { type: 'string' },
   'claim-classless': { type: 'boolean' },
   'node-policy': { type: 'string' },
+  'tenant-policy': { type: 'string' },
   'create-resources': { type: 'boolean' },
   'until-converged': { type: 'boolean' },
   timeout: { type: 'string' },
@@ -145,6 +149,7 @@ function controllerConfig(
     defaults.backendSecurityGroupId;
   const lbClass = setting(flags, 'load-balancer-class', 'SSC_LOAD_BALANCER_CLASS');
   const nodePolicy = setting(flags, 'node-policy', 'SSC_NODE_POLICY');
+  const tenantPolicy = readTenantPolicy(flags);
   return parseConfig({
     clusterName: setting(flags, 'cluster-name', 'SSC_CLUSTER_NAME') ?? defaults.clusterName,
     region: aws.region,
@@ -160,7 +165,28 @@ function controllerConfig(
       endpoints,
     },
     kubernetes: { mode: 'kubeconfig', path: kubeconfig },
+    ...(tenantPolicy ? { tenantPolicy } : {}),
   });
+}
+
+/** The --tenant-policy file, checked as the controller will check it, before anything starts. */
+function readTenantPolicy(flags: Flags): TenantPolicySetting | undefined {
+  const path = setting(flags, 'tenant-policy', 'SSC_TENANT_POLICY');
+  if (path === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new UsageError(
+      `--tenant-policy ${path}: not a readable JSON file (${(error as Error).message})`,
+    );
+  }
+  const result = tenantPolicySchema.safeParse(parsed);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map(
+    (issue) => `  - ${['tenantPolicy', ...issue.path].join('.')}: ${issue.message}`,
+  );
+  throw new UsageError(`--tenant-policy ${path}: invalid tenant policy:\n${problems.join('\n')}`);
 }
 
 async function run(flags: Flags): Promise<number> {
@@ -174,6 +200,8 @@ async function run(flags: Flags): Promise<number> {
     tableName: setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName,
   };
   const rbac = setting(flags, 'rbac', 'SSC_RBAC') === 'true';
+  // A bad policy file stops the run before an emulator or a cluster is started for nothing.
+  readTenantPolicy(flags);
   if (rbac && !embedded) {
     throw new UsageError(
       '--rbac applies to the embedded cluster; a real cluster enforces its own RBAC',

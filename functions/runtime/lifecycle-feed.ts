@@ -184,12 +184,18 @@ export function dropEvents(
   });
 }
 
+/**
+ * Rejected events are kept in the state table and the queue carries only their ids: the functions
+ * alone can write the table, so a forged `event` message publishes nothing (see messages.ts).
+ */
 async function queueAgain(ctx: RuntimeContext, rejected: readonly LifecycleEvent[]) {
   ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
   const delay = ctx.config.backoffBaseSeconds;
   try {
+    const expiresAt = new Date(ctx.base.clock.now().getTime() + maxEventAgeSeconds * 2000);
+    await ctx.store.putPendingEvents(rejected, expiresAt);
     await ctx.queue.send(
-      rejected.map((event) => ({ v: 1, kind: 'event', event })),
+      rejected.map((event) => ({ v: 1, kind: 'event', id: event.detail.eventId })),
       delay,
     );
     ctx.log.warn('lifecycle events not published yet; queued to try again', {

@@ -1,16 +1,8 @@
 import * as z from 'zod/mini';
 import '../zod-messages';
-import {
-  lifecycleDetailTypes,
-  lifecycleEventProblem,
-  type LifecycleEvent,
-} from '../events/lifecycle-events';
 
-/**
- * Messages larger than this are not ours: keys are a few hundred bytes, a lifecycle event waiting
- * for EventBridge at most a few kilobytes (50 listeners with their target group ARNs).
- */
-export const maxMessageBytes = 16384;
+/** Messages larger than this are not ours: the largest (a node tick, a heartbeat) is ~200 bytes. */
+export const maxMessageBytes = 4096;
 
 const serviceKey = z
   .string()
@@ -27,9 +19,13 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
  * The work queue's messages (`{v, kind, key, reason}`), keys only: the sync re-reads the world (S4).
  * - `service`: a Service changed; full sync.
  * - `hosts`: node sync found the Service's LB has other hosts; host update.
- * - `resync`: drift repair; full sync ignoring the checkpoint.
+ * - `resync`: drift repair; full sync ignoring the checkpoint, when `pass` names the sweep run
+ *   recorded in the state table (or the one before), else an ordinary `service` sync: a flood of
+ *   forged resyncs costs checkpoint hits, not AWS reads.
  * - `node`: a node changed (or the node-sync timer ticked); handed to node sync.
- * - `event`: a lifecycle event EventBridge did not take; offered again (checked against its schema).
+ * - `event`: names (by id) a lifecycle event EventBridge did not take, kept in the state table
+ *   until it is published: the queue never carries an event itself, so whoever can send to the
+ *   queue cannot have the functions publish one (a forged id names nothing).
  * - `heartbeat`: the forwarder is alive; carries the sends that failed since its last heartbeat
  *   got through and the keys it holds, which the functions publish as metrics (a quiet forwarder
  *   alarms).
@@ -37,7 +33,14 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
 export const workMessageSchema = z.discriminatedUnion('kind', [
   z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
   z.strictObject({ v: z.literal(1), kind: z.literal('hosts'), key: serviceKey, reason }),
-  z.strictObject({ v: z.literal(1), kind: z.literal('resync'), key: serviceKey, reason }),
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('resync'),
+    key: serviceKey,
+    reason,
+    /** The sweep run that sent it: only a run recorded in the state table forces a full sync. */
+    pass: z.optional(z.uuid()),
+  }),
   z.strictObject({
     v: z.literal(1),
     kind: z.literal('node'),
@@ -50,21 +53,10 @@ export const workMessageSchema = z.discriminatedUnion('kind', [
     sendFailures: intIn(0, 1_000_000_000),
     pending: intIn(0, 1_000_000_000),
   }),
-  z.strictObject({
-    v: z.literal(1),
-    kind: z.literal('event'),
-    event: z.strictObject({
-      detailType: z.enum(lifecycleDetailTypes),
-      detail: z.record(z.string(), z.unknown()),
-    }),
-  }),
+  z.strictObject({ v: z.literal(1), kind: z.literal('event'), id: z.uuid() }),
 ]);
 
-type ParsedWorkMessage = z.infer<typeof workMessageSchema>;
-/** The event message's detail is checked against its own schema after the envelope parses. */
-export type WorkMessage =
-  | Exclude<ParsedWorkMessage, { kind: 'event' }>
-  | { readonly v: 1; readonly kind: 'event'; readonly event: LifecycleEvent };
+export type WorkMessage = z.infer<typeof workMessageSchema>;
 export type ServiceWorkMessage = Extract<WorkMessage, { key: string }>;
 
 export type ParsedMessage = { ok: true; message: WorkMessage } | { ok: false; problem: string };
@@ -80,18 +72,12 @@ export function parseWorkMessage(body: string): ParsedMessage {
     return { ok: false, problem: 'not JSON' };
   }
   const result = workMessageSchema.safeParse(json);
-  if (result.success) {
-    const message = result.data;
-    if (message.kind !== 'event') return { ok: true, message };
-    const problem = lifecycleEventProblem(message.event);
-    return problem === undefined
-      ? { ok: true, message: { v: 1, kind: 'event', event: message.event as LifecycleEvent } }
-      : { ok: false, problem: `event.detail: ${problem}` };
-  }
+  if (result.success) return { ok: true, message: result.data };
   return {
     ok: false,
     problem: result.error.issues
       .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
-      .join('; '),
+      .join('; ')
+      .slice(0, 1024),
   };
 }

@@ -22,6 +22,7 @@ export async function runNodeSync(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
 ): Promise<void> {
+  if (await coalesced(ctx, triggers)) return;
   const acquired = await ctx.store.acquire(nodeSyncLease, ctx.newOwner(), ctx.config.leaseSeconds);
   if (!acquired.acquired) {
     // The running pass sees the dirty flag this acquire left and runs again; a tick of the
@@ -76,8 +77,39 @@ export async function runNodeSync(
     throw error;
   }
   await publishLifecycle(ctx, lifecycle.events);
-  await ctx.store.setAttributes(nodeSyncLease, { lastRunAt: ctx.base.clock.now().toISOString() });
+  await ctx.store.setAttributes(nodeSyncLease, {
+    lastRunAt: ctx.base.clock.now().toISOString(),
+    lastRunAtMs: ctx.base.clock.now().getTime(),
+  });
   await continueChain(ctx, triggers);
+}
+
+/**
+ * Node messages that are not the timer's tick, arriving within `nodeSyncMinIntervalSeconds` of
+ * the last pass, are folded into one delayed message that runs a pass when the interval is up:
+ * whoever can send to the queue (a forwarder, or anything else) gets at most one pass, one Node
+ * list, per interval, for a read and at most one conditional write per batch.
+ */
+async function coalesced(
+  ctx: RuntimeContext,
+  triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
+): Promise<boolean> {
+  const interval = ctx.config.nodeSyncMinIntervalSeconds * 1000;
+  if (interval === 0) return false;
+  const item = await ctx.store.getItem(nodeSyncLease);
+  if (triggers.some((t) => t.chain !== undefined && t.chain === item?.chain)) return false;
+  const lastRunAt = typeof item?.lastRunAtMs === 'number' ? item.lastRunAtMs : 0;
+  const now = ctx.base.clock.now().getTime();
+  const due = lastRunAt + interval;
+  if (now >= due) return false;
+  ctx.metrics.count('CoalescedNodeMessages', triggers.length);
+  if (await ctx.store.claimUntil(nodeSyncLease, 'coalescedUntil', due)) {
+    await ctx.queue.send(
+      [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
+      Math.ceil((due - now) / 1000),
+    );
+  }
+  return true;
 }
 
 /** Keeps the timer chain going when one of the triggers is the current chain's tick. */

@@ -5,6 +5,7 @@ import {
   type Lease,
 } from '../aws/dynamo-state-store';
 import { errorMessage, failureClassOf } from '../core/errors';
+import type { LifecycleEvent } from '../events/lifecycle-events';
 import type { ServiceKey } from '../core/keys';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
@@ -13,6 +14,7 @@ import { backoffSeconds, type RuntimeContext } from './context';
 import { parseWorkMessage, type WorkMessage } from './messages';
 import { dropEvents, maxEventAgeSeconds, newCollector, publishLifecycle } from './lifecycle-feed';
 import { runNodeSync } from './node-sync';
+import { currentResyncPasses } from './sweep';
 
 /** A received SQS message, as the handler sees it. */
 export interface QueueRecord {
@@ -48,15 +50,24 @@ export async function processWorkBatch(
   records: readonly QueueRecord[],
   ctx: RuntimeContext,
 ): Promise<BatchResult> {
-  const byKey = new Map<ServiceKey, { modes: Set<KeyMode>; records: QueueRecord[] }>();
+  const byKey = new Map<
+    ServiceKey,
+    { modes: Set<KeyMode>; records: QueueRecord[]; pass?: string }
+  >();
   const nodeMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'node' }> }[] =
     [];
   const eventMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[] =
     [];
   const failures: { itemIdentifier: string }[] = [];
   const parked: Promise<void>[] = [];
-  for (const record of records) {
-    const parsed = parseWorkMessage(record.body);
+  const parsedRecords = records.map((record) => ({
+    record,
+    parsed: parseWorkMessage(record.body),
+  }));
+  const resyncPasses = parsedRecords.some((r) => r.parsed.ok && r.parsed.message.kind === 'resync')
+    ? await currentResyncPasses(ctx).catch(() => new Set<string>())
+    : new Set<string>();
+  for (const { record, parsed } of parsedRecords) {
     if (!parsed.ok) {
       ctx.metrics.count('MalformedMessages');
       parked.push(
@@ -84,7 +95,18 @@ export async function processWorkBatch(
       continue;
     }
     const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
-    group.modes.add(message.kind);
+    if (
+      message.kind === 'resync' &&
+      (message.pass === undefined || !resyncPasses.has(message.pass))
+    ) {
+      // Not sent by a sweep run we recorded (forged, or from before an upgrade): an ordinary
+      // sync, which costs a checkpoint hit rather than a full round of AWS reads.
+      ctx.metrics.count('UnverifiedResyncs');
+      group.modes.add('service');
+    } else {
+      group.modes.add(message.kind);
+      if (message.kind === 'resync') group.pass = message.pass;
+    }
     group.records.push(record);
     byKey.set(message.key, group);
   }
@@ -92,7 +114,7 @@ export async function processWorkBatch(
   const work = [
     ...parked,
     ...[...byKey].map(async ([key, group]) => {
-      const failed = await processKey(key, group.modes, group.records, ctx);
+      const failed = await processKey(key, group.modes, group.records, ctx, group.pass);
       if (failed !== undefined) failures.push({ itemIdentifier: failed });
     }),
   ];
@@ -163,23 +185,46 @@ async function deadLetter(record: QueueRecord, problem: string, ctx: RuntimeCont
 }
 
 /**
- * Lifecycle events EventBridge rejected earlier: offered again; those still rejected come back
- * after a backoff that grows with their receives (never into the DLQ: past the resend limit a
- * fresh copy replaces them). Returns the message ids to report as failed.
+ * Lifecycle events EventBridge rejected earlier, named by id and read back from the state table:
+ * offered again; those still rejected come back after a backoff that grows with their receives
+ * (never into the DLQ: past the resend limit a fresh copy replaces them). An id that names no
+ * stored event (published meanwhile, expired, or forged by whoever can send to the queue) and an
+ * event of another cluster are dropped and counted. Returns the message ids to report as failed.
  */
 async function republishEvents(
   messages: readonly { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[],
   ctx: RuntimeContext,
 ): Promise<string[]> {
+  const ids = messages.map((m) => m.message.id);
   if (ctx.lifecycle === undefined) {
     ctx.log.warn('dropping queued lifecycle events: publishing is switched off', {
       count: messages.length,
     });
+    await ctx.store.deletePendingEvents(ids).catch(() => undefined);
     return [];
   }
-  const { published, rejected, invalid } = await ctx.lifecycle.publish(
-    messages.map((m) => m.message.event),
-  );
+  let stored: LifecycleEvent[];
+  try {
+    stored = await ctx.store.getPendingEvents(ids);
+  } catch (error) {
+    ctx.log.warn('could not read queued lifecycle events; they come back', {
+      error: errorMessage(error),
+    });
+    return messages.map((m) => m.record.messageId);
+  }
+  const ours = stored.filter((event) => event.detail.cluster === ctx.config.clusterName);
+  const unknown = ids.filter((id) => !ours.some((event) => event.detail.eventId === id));
+  if (unknown.length > 0) {
+    ctx.metrics.count('UnknownEventReferences', unknown.length);
+    ctx.log.warn('queued lifecycle event ids name no stored event of this cluster; dropped', {
+      eventIds: unknown.slice(0, 20),
+      count: unknown.length,
+    });
+  }
+  const { published, rejected, invalid } =
+    ours.length > 0
+      ? await ctx.lifecycle.publish(ours)
+      : { published: 0, rejected: [], invalid: [] };
   if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
   dropEvents(ctx, invalid, 'EventBridge refused them as invalid');
   const now = ctx.base.clock.now().getTime();
@@ -190,9 +235,15 @@ async function republishEvents(
   if (rejected.length > tooOld.length) {
     ctx.metrics.count('LifecycleEventPublishFailures', rejected.length - tooOld.length);
   }
+  const retry = new Set(
+    rejected.filter((event) => !tooOld.includes(event)).map((event) => event.detail.eventId),
+  );
+  const done = ids.filter((id) => !retry.has(id));
+  // A removal that fails leaves the item to its TTL; its id is off the queue, so nothing repeats.
+  if (done.length > 0) await ctx.store.deletePendingEvents(done).catch(() => undefined);
   const failed: string[] = [];
   for (const { record, message } of messages) {
-    if (!rejected.includes(message.event) || tooOld.includes(message.event)) continue;
+    if (!retry.has(message.id)) continue;
     const delay = backoffSeconds(
       record.receiveCount,
       ctx.config.backoffBaseSeconds,
@@ -210,6 +261,7 @@ async function processKey(
   modes: Set<KeyMode>,
   records: readonly QueueRecord[],
   ctx: RuntimeContext,
+  pass?: string,
 ): Promise<string | undefined> {
   const primary = records[0];
   if (primary === undefined) return undefined;
@@ -289,7 +341,7 @@ async function processKey(
       ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(outcome.error) });
       lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
       await publishLifecycle(ctx, lifecycle.events);
-      return await comeBackLater(primary, { v: 1, kind: mode, key }, delay, ctx);
+      return await comeBackLater(primary, again(mode, key, pass), delay, ctx);
     }
     // Said once per spec: a repeat (a sweep, the same message again) publishes nothing.
     if (outcome.kind === 'terminal' && outcome.repeated !== true) {
@@ -297,9 +349,9 @@ async function processKey(
     }
     await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
-      return await comeBackLater(primary, { v: 1, kind: mode, key }, outcome.seconds, ctx);
+      return await comeBackLater(primary, again(mode, key, pass), outcome.seconds, ctx);
     }
-    if (handedBack) return await comeBackLater(primary, { v: 1, kind: mode, key }, 0, ctx);
+    if (handedBack) return await comeBackLater(primary, again(mode, key, pass), 0, ctx);
     return undefined;
   } catch (error) {
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
@@ -312,11 +364,18 @@ async function processKey(
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return await comeBackLater(
       primary,
-      { v: 1, kind: mode, key },
+      again(mode, key, pass),
       ctx.config.backoffMaxSeconds,
       ctx,
     ).catch(() => primary.messageId);
   }
+}
+
+/** The message that brings a key back in the same mode; a resync keeps the sweep run it came from. */
+function again(mode: KeyMode, key: ServiceKey, pass: string | undefined): WorkMessage {
+  return mode === 'resync'
+    ? { v: 1, kind: mode, key, ...(pass ? { pass } : {}) }
+    : { v: 1, kind: mode, key };
 }
 
 /** Makes the key's message come back after `seconds`: a visibility change, or a fresh delayed copy. */

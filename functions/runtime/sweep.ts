@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { leasePk } from '../aws/dynamo-state-store';
 import { errorMessage } from '../core/errors';
 import type { Service } from '../core/objects';
@@ -31,11 +32,12 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
     return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0, failingServices: 0 };
   const now = ctx.base.clock.now().getTime();
   const items = await ctx.store.listServiceItems();
+  const pass = await startResyncPass(ctx);
   const messages: WorkMessage[] = [];
   let redriven = 0;
   for (const item of items) {
     if (item.hasRecord) {
-      messages.push({ v: 1, kind: 'resync', key: item.key, reason: 'sweep' });
+      messages.push({ v: 1, kind: 'resync', key: item.key, reason: 'sweep', pass });
     } else if (
       item.failures > 0 ||
       item.dirty ||
@@ -103,4 +105,29 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   ctx.metrics.count('SweepOrphansDeleted', report.orphansDeleted);
   ctx.log.info('sweep', { ...report });
   return report;
+}
+
+/**
+ * A new resync pass id, recorded where only the functions write: the work queue honours a
+ * `resync` (a full sync ignoring the checkpoint) only for this run or the one before it, whose
+ * retries may still be on their way.
+ */
+async function startResyncPass(ctx: RuntimeContext): Promise<string> {
+  const before = await ctx.store.getItem(sweepLease);
+  const pass = randomUUID();
+  await ctx.store.setAttributes(sweepLease, {
+    resyncPass: pass,
+    ...(typeof before?.resyncPass === 'string' ? { previousResyncPass: before.resyncPass } : {}),
+  });
+  return pass;
+}
+
+/** The resync passes a `resync` message may name (see startResyncPass). */
+export async function currentResyncPasses(ctx: RuntimeContext): Promise<Set<string>> {
+  const item = await ctx.store.getItem(sweepLease);
+  return new Set(
+    [item?.resyncPass, item?.previousResyncPass].filter(
+      (pass): pass is string => typeof pass === 'string',
+    ),
+  );
 }

@@ -13,6 +13,7 @@ import { DynamoStateStore } from '../aws/dynamo-state-store';
 import { EventBridgePublisher } from '../aws/eventbridge-publisher';
 import { NlbProvider } from '../aws/nlb-provider';
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
+import { TenantPolicyEnforcer } from '../aws/tenant-policy-check';
 import type { ControllerConfig } from '../config';
 import { errorMessage } from '../core/errors';
 import { KubeEventRecorder } from '../kube/event-recorder';
@@ -112,6 +113,10 @@ export function createRuntime(
     if (client !== undefined) countCalls(client, metrics);
   }
   const connect = kubernetesConnector(config, clock);
+  const claim = {
+    loadBalancerClass: config.loadBalancerClass,
+    claimClassless: config.claimClassless,
+  };
   const provider = new NlbProvider(
     { elbv2, ec2, tagging },
     {
@@ -122,6 +127,8 @@ export function createRuntime(
       defaultSslPolicy: config.aws.defaultSslPolicy,
       defaultTags: config.aws.defaultTags,
     },
+    config.tenantPolicy &&
+      new TenantPolicyEnforcer(config.tenantPolicy, claim, new ClientNodeKubernetesApi(connect)),
   );
   let passes = 0;
   const instance = randomUUID().slice(0, 8);
@@ -147,7 +154,7 @@ export function createRuntime(
         log.warn('could not record an Event', { reason: event.reason, error: errorMessage(error) }),
       ),
       clock,
-      claim: { loadBalancerClass: config.loadBalancerClass, claimClassless: config.claimClassless },
+      claim,
       nodePolicy: config.nodePolicy,
     },
   };

@@ -133,6 +133,17 @@ export interface KubernetesApi {
   listNodes(): Promise<Node[]>;
 }
 
+/**
+ * What tenant-policy rules need to know about a namespace (functions/aws/tenant-policy-check.ts);
+ * read only when a policy asks for it.
+ */
+export interface NamespaceDirectory {
+  /** The Namespace's labels; none when it is not found. */
+  namespaceLabels(namespace: string): Promise<Readonly<Record<string, string>>>;
+  /** Every Service in the namespace (all pages). */
+  listServices(namespace: string): Promise<Service[]>;
+}
+
 /** Records Kubernetes Events (source component `service-controller`); never throws. */
 export interface EventRecorder {
   record(object: ObjectReference, event: ControllerEvent): Promise<void>;

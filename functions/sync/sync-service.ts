@@ -435,13 +435,20 @@ async function reportTerminal(
   if (current !== undefined) {
     // The snapshot follows, so the field-change events (S3) for this spec are not repeated
     // either. The checkpoint goes: a pass that failed does not vouch for the load balancer.
-    await deps.state.putService({
+    const warned: ServiceRecord = {
       ...current,
       snapshot: serviceSnapshot(service),
       checkpoint: undefined,
       warned: { spec, message },
       updatedAt: deps.clock.now().toISOString(),
-    });
+    };
+    try {
+      await deps.state.putService(warned);
+    } catch (storeError) {
+      if (errorKind(storeError) !== 'terminal') throw storeError;
+      // The new spec is what does not fit: the warning is kept with the snapshot it had.
+      await deps.state.putService({ ...warned, snapshot: current.snapshot });
+    }
   }
   return { kind: 'terminal', error };
 }

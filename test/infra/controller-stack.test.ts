@@ -152,6 +152,10 @@ describe('CDK app (infra/)', () => {
     const { template } = synth();
     const queues = template.findResources('AWS::SQS::Queue');
     expect(Object.keys(queues)).toHaveLength(2);
+    // Fair queues are a standard-queue feature; a FIFO queue would serialise each namespace's work.
+    for (const queue of Object.values(queues) as { Properties: { FifoQueue?: boolean } }[]) {
+      expect(queue.Properties.FifoQueue).toBeUndefined();
+    }
     template.hasResourceProperties('AWS::SQS::Queue', {
       VisibilityTimeout: 360,
       SqsManagedSseEnabled: true,
@@ -293,11 +297,13 @@ describe('CDK app (infra/)', () => {
       subjects?: { kind: string; name: string }[];
     }[];
     const role = docs.find((d) => d.kind === 'ClusterRole');
+    // list services and get namespaces serve the tenant policy (maxLoadBalancerServices, selectors).
     expect(role?.rules?.map((r) => [r.resources, r.verbs])).toEqual([
-      [['services'], ['get', 'patch']],
+      [['services'], ['get', 'list', 'patch']],
       [['services/status'], ['patch']],
       [['nodes'], ['list']],
       [['events'], ['create', 'get', 'patch']],
+      [['namespaces'], ['get']],
     ]);
     const binding = docs.find((d) => d.kind === 'ClusterRoleBinding');
     expect(binding?.subjects).toEqual([

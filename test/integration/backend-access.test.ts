@@ -5,7 +5,12 @@ import {
   EC2Client,
 } from '@aws-sdk/client-ec2';
 import { describe, expect, it } from 'vitest';
-import { ensureBackendAccess, removeBackendAccess } from '../../functions/aws/backend-access';
+import {
+  backendGroupName,
+  ensureBackendAccess,
+  removeBackendAccess,
+} from '../../functions/aws/backend-access';
+import { ownershipTags } from '../../functions/aws/model/naming';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { MotoAccount } from '../support/moto';
 
@@ -53,6 +58,30 @@ describe('backend security group access', () => {
     expect(await ensureBackendAccess(ec2, settings)).toBe(first);
     expect(await nodeRules()).toEqual(rules);
     expect(Object.keys(recorder.byOperation())).toEqual(['EC2.DescribeSecurityGroups']);
+  });
+
+  it('keeps a group installed under the old 40-bit name: found by its tags, not recreated', async () => {
+    const { ec2, recorder, settings } = await setup();
+    const installed = await ec2.send(
+      new CreateSecurityGroupCommand({
+        GroupName: 'k8s-traffic-c1-0123456789',
+        Description: 'installed by an earlier release',
+        VpcId: settings.vpcId,
+        TagSpecifications: [
+          {
+            ResourceType: 'security-group',
+            Tags: [
+              { Key: ownershipTags.cluster, Value: 'c1' },
+              { Key: ownershipTags.resource, Value: 'backend-security-group' },
+            ],
+          },
+        ],
+      }),
+    );
+    recorder.reset();
+    expect(await ensureBackendAccess(ec2, settings)).toBe(installed.GroupId);
+    expect(recorder.count('CreateSecurityGroup')).toBe(0);
+    expect(backendGroupName('c1')).toMatch(/^k8s-traffic-c1-[0-9a-z]{10}$/);
   });
 
   it('removes the rules and the group on uninstall, and removing twice is harmless', async () => {

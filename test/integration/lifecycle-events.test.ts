@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { eventSource, lifecycleEventProblem } from '../../functions/events/lifecycle-events';
+import { runSweep } from '../../functions/runtime/sweep';
 import { createEventFeed, type DeliveredEvent, type EventFeed } from '../support/event-feed';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
@@ -169,8 +171,10 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
     // One at a time: in one batch they would collapse into a single resync.
     await world.send({ v: 1, kind: 'service', key });
     await world.drain();
-    await world.send({ v: 1, kind: 'resync', key });
+    // The sweep's resync: a full sync ignoring the checkpoint that finds no drift.
+    await runSweep(world.runtime);
     await world.drain();
+    expect(world.metrics.get('Syncs{outcome=done,kind=resync}')).toBe(1);
     await patchService({ metadata: { labels: { team: 'payments' } } });
     expect(await delivered()).toEqual([]);
     expect(world.aws.recorder.count('PutEvents')).toBe(0);
@@ -196,24 +200,80 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
 
   it('an event still rejected after a day is given up: logged with its id, counted, off the queue', async () => {
     world.aws.recorder.injectFault({ operation: 'PutEvents', kind: 'server-error' });
-    const old = {
-      detailType: 'LoadBalancerDeleted' as const,
-      detail: {
-        schemaVersion: 1 as const,
-        eventId: 'old-event',
-        occurredAt: new Date(Date.now() - 25 * 3600 * 1000).toISOString(),
-        cluster: world.config.clusterName,
-        correlationId: 'c-old',
-        namespace: 'default',
-        name: 'gone',
-        uid: 'u-gone',
-      },
-    };
-    await world.send({ v: 1, kind: 'event', event: old });
+    const old = deletedEvent(randomUUID(), {
+      occurredAt: new Date(Date.now() - 25 * 3600 * 1000).toISOString(),
+    });
+    await world.runtime.store.putPendingEvents([old], new Date(Date.now() + 3600_000));
+    await world.send({ v: 1, kind: 'event', id: old.detail.eventId });
     await world.drain();
     expect(world.metrics.get('LifecycleEventsDropped')).toBe(1);
     const line = world.log.lines.find((l) => l.message === 'lifecycle events dropped');
-    expect(line?.fields.eventIds).toEqual(['old-event']);
+    expect(line?.fields.eventIds).toEqual([old.detail.eventId]);
     expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    expect(await world.runtime.store.getPendingEvents([old.detail.eventId])).toEqual([]);
+  });
+});
+
+function deletedEvent(eventId: string, fields: { occurredAt?: string; cluster?: string } = {}) {
+  return {
+    detailType: 'LoadBalancerDeleted' as const,
+    detail: {
+      schemaVersion: 1 as const,
+      eventId,
+      occurredAt: fields.occurredAt ?? new Date().toISOString(),
+      cluster: fields.cluster ?? world.config.clusterName,
+      correlationId: 'c-old',
+      namespace: 'default',
+      name: 'gone',
+      uid: 'u-gone',
+    },
+  };
+}
+
+describe('queued lifecycle events cannot be forged (issue 19)', () => {
+  it('an event message names a stored event by id; once published, the stored copy goes', async () => {
+    const stored = deletedEvent(randomUUID());
+    await world.runtime.store.putPendingEvents([stored], new Date(Date.now() + 3600_000));
+    await world.send({ v: 1, kind: 'event', id: stored.detail.eventId });
+    await world.drain();
+    expect(types(await delivered())).toEqual(['LoadBalancerDeleted']);
+    expect(await world.runtime.store.getPendingEvents([stored.detail.eventId])).toEqual([]);
+  });
+
+  it('an id that names nothing in the state table publishes nothing: dropped and counted', async () => {
+    await world.send({ v: 1, kind: 'event', id: randomUUID() });
+    await world.drain();
+    expect(await feed.read()).toEqual([]);
+    expect(world.metrics.get('UnknownEventReferences')).toBe(1);
+    expect(world.metrics.get('LifecycleEventsPublished')).toBe(0);
+    expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+  });
+
+  it("a stored event of another cluster is not published under this cluster's source", async () => {
+    const foreign = deletedEvent(randomUUID(), { cluster: 'someone-else' });
+    await world.runtime.store.putPendingEvents([foreign], new Date(Date.now() + 3600_000));
+    await world.send({ v: 1, kind: 'event', id: foreign.detail.eventId });
+    await world.drain();
+    expect(await feed.read()).toEqual([]);
+    expect(world.metrics.get('UnknownEventReferences')).toBe(1);
+  });
+
+  it('a whole event on the queue (the old form, or a forgery such as a spoofed dnsName) goes to the DLQ unpublished', async () => {
+    const forged = {
+      detailType: 'LoadBalancerEnsured',
+      detail: {
+        ...deletedEvent(randomUUID()).detail,
+        dnsName: 'attacker.example.com',
+        scheme: 'internet-facing',
+        listeners: [],
+        loadBalancerArn: 'arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/x/1',
+      },
+    };
+    await world.send(JSON.stringify({ v: 1, kind: 'event', event: forged }));
+    await world.drain();
+    expect(await feed.read()).toEqual([]);
+    const dead = await world.deadLetters();
+    expect(dead).toHaveLength(1);
+    expect(dead[0]?.problem).toMatch(/event/);
   });
 });

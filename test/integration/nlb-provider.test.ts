@@ -19,6 +19,7 @@ import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { failureClassOf, RetryableError, TerminalError } from '../../functions/core/errors';
+import { stableHash } from '../../functions/core/hash';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
 import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
@@ -143,7 +144,7 @@ describe('NlbProvider against moto', () => {
     expectedLeft = everything;
   });
 
-  it('registers only the new node, one call per target group, reading nothing', async () => {
+  it('registers only the new node, one call per target group, after one ownership read', async () => {
     const first = await ensure(service());
     const [added] = await cluster.addHosts(1);
     cluster.recorder.reset();
@@ -152,7 +153,11 @@ describe('NlbProvider against moto', () => {
       [...cluster.hosts, added!],
       first.state,
     );
-    expect(cluster.recorder.byOperation()).toEqual({ 'ElasticLoadBalancingV2.RegisterTargets': 2 });
+    // One DescribeTags for both groups: state alone does not prove they are still ours.
+    expect(cluster.recorder.byOperation()).toEqual({
+      'ElasticLoadBalancingV2.DescribeTags': 1,
+      'ElasticLoadBalancingV2.RegisterTargets': 2,
+    });
     const world = await describeAll(updated.state);
     expect(world.targets['30080']).toContain(added!.instanceId);
     expectedLeft = everything;
@@ -534,5 +539,190 @@ describe('NlbProvider against moto', () => {
       /aws-load-balancer-healthcheck-interval: invalid value "2"/,
     );
     expect(cluster.recorder.count()).toBe(0);
+  });
+});
+
+/**
+ * State in DynamoDB is not proof of ownership: whoever can write the table could point one
+ * Service's item at another Service's (or another cluster's) resources. Every delete and every
+ * target registration reads the tags first.
+ */
+describe('NlbProvider with ARNs in state that another owner holds', () => {
+  const other = () => makeService({ namespace: 'team-b', name: 'api', uid: 'uid-other' });
+  const othersLeft = [
+    'load-balancer (team-b/api)',
+    'security-group (team-b/api)',
+    'target-group:443 (team-b/api)',
+    'target-group:80 (team-b/api)',
+  ];
+
+  async function targetsOf(arn: string): Promise<string[]> {
+    const health = await cluster.clients.elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: arn }),
+    );
+    return (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort();
+  }
+
+  /** A target group of another cluster, with one target. */
+  async function otherClusterGroup(): Promise<string> {
+    const created = await cluster.clients.elbv2.send(
+      new CreateTargetGroupCommand({
+        Name: 'k8s-other-cluster-group',
+        Protocol: 'TCP',
+        Port: 31000,
+        VpcId: cluster.vpcId,
+        TargetType: 'instance',
+        Tags: [
+          { Key: ownershipTags.cluster, Value: 'another-cluster' },
+          { Key: ownershipTags.serviceUid, Value: 'uid-web' },
+        ],
+      }),
+    );
+    const arn = created.TargetGroups?.[0]?.TargetGroupArn ?? '';
+    await cluster.clients.elbv2.send(
+      new RegisterTargetsCommand({
+        TargetGroupArn: arn,
+        Targets: [{ Id: cluster.hosts[0]!.instanceId }],
+      }),
+    );
+    return arn;
+  }
+
+  it('a host update writes nothing to a target group of another Service or cluster, and says whose it is', async () => {
+    const mine = readNlbState((await ensure(service())).state);
+    const theirs = readNlbState((await ensure(other())).state);
+    const foreignTg = theirs.targetGroups?.['80']?.arn ?? '';
+    const otherCluster = await otherClusterGroup();
+    const all = cluster.hosts.map((h) => h.instanceId).sort();
+    for (const [arn, recorded] of [
+      [foreignTg, all],
+      [otherCluster, [cluster.hosts[0]!.instanceId]],
+    ] as const) {
+      const tampered = structuredClone(mine);
+      tampered.targetGroups = {
+        ...tampered.targetGroups,
+        '80': { arn, name: 'tampered', targets: [...recorded] },
+      };
+      cluster.recorder.reset();
+      // The update wants one host only: it would deregister the others from the foreign group.
+      await expect(
+        provider.updateLoadBalancer(
+          service(),
+          cluster.hosts.slice(1, 2),
+          tampered as ProviderState,
+        ),
+      ).rejects.toThrow(new RegExp(`${arn.replace(/[/.]/g, '\\$&')}.*not owned by this Service`));
+      expect(cluster.recorder.count('RegisterTargets')).toBe(0);
+      expect(cluster.recorder.count('DeregisterTargets')).toBe(0);
+    }
+    expect(await targetsOf(foreignTg)).toEqual(all);
+    expect(await targetsOf(otherCluster)).toEqual([cluster.hosts[0]!.instanceId]);
+    expectedLeft = [...everything, ...othersLeft];
+  });
+
+  it('a delete removes only what is ours and leaves the other Service and cluster untouched', async () => {
+    const mine = readNlbState((await ensure(service())).state);
+    const theirs = readNlbState((await ensure(other())).state);
+    const otherCluster = await otherClusterGroup();
+    const tampered = {
+      ...mine,
+      loadBalancerArn: theirs.loadBalancerArn,
+      securityGroupId: theirs.securityGroupId,
+      targetGroups: {
+        ...mine.targetGroups,
+        x: { arn: theirs.targetGroups?.['443']?.arn ?? '', name: 'x' },
+        y: { arn: otherCluster, name: 'y' },
+      },
+    };
+    const result = await provider.ensureLoadBalancerDeleted(
+      service(),
+      tampered as unknown as ProviderState,
+    );
+    expect(result.requeueAfterSeconds).toBeUndefined();
+    expect(JSON.stringify(result.state)).not.toMatch(/team-b|other-cluster/);
+    // Ours is gone (found by its tags), theirs is whole.
+    expect(await cluster.ownedResources()).toEqual(othersLeft);
+    expect(await targetsOf(otherCluster)).toEqual([cluster.hosts[0]!.instanceId]);
+    const lbs = await cluster.clients.elbv2.send(
+      new DescribeLoadBalancersCommand({ LoadBalancerArns: [theirs.loadBalancerArn ?? ''] }),
+    );
+    expect(lbs.LoadBalancers).toHaveLength(1);
+    // With only foreign ARNs left in state, nothing of ours exists.
+    const onlyForeign = {
+      ...tampered,
+      targetGroups: { x: tampered.targetGroups.x, y: tampered.targetGroups.y },
+    };
+    expect(
+      await provider.getLoadBalancer(service(), onlyForeign as unknown as ProviderState),
+    ).toEqual({
+      exists: false,
+    });
+    expectedLeft = othersLeft;
+  });
+});
+
+/**
+ * Names moved from a 40-bit cyrb53 hash to SHA-256. A controller upgrade must not rename, and so
+ * replace or orphan, what existing Services have: their state (written before naming had a
+ * version) keeps them on the old names; new Services get the new ones.
+ */
+describe('upgrading from 40-bit names', () => {
+  const legacyHash = (parts: readonly (string | number)[]) =>
+    stableHash(parts.map(String)).slice(0, 10);
+  const withPort = service({
+    ports: [
+      { name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 },
+      { name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 },
+      { name: 'alt', protocol: 'TCP', port: 8080, nodePort: 30808 },
+    ],
+  });
+
+  it('keeps the NLB, target groups and security group of an existing Service, and names what it adds the old way', async () => {
+    // What the controller left before the switch: old names, and a state without a naming version.
+    const made = readNlbState((await ensure(service(), { namingVersion: 1 })).state);
+    const { namingVersion: _, ...before } = made;
+    const c = cluster.settings.clusterName;
+    expect(before.loadBalancerName).toBe(
+      `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', 'internal'])}`,
+    );
+    expect(before.targetGroups?.['80']?.name).toBe(
+      `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', '80', 'TCP', 30080])}`,
+    );
+
+    cluster.recorder.reset();
+    const after = readNlbState((await ensure(service(), before as ProviderState)).state);
+    const writes = Object.keys(cluster.recorder.byOperation()).filter(
+      (op) => !/\.(Describe|Get)/.test(op),
+    );
+    expect(writes).toEqual([]);
+    expect(after).toMatchObject({
+      loadBalancerArn: before.loadBalancerArn,
+      securityGroupId: before.securityGroupId,
+      targetGroups: before.targetGroups,
+    });
+
+    // A port added later gets a target group named like its siblings; nothing else is replaced.
+    const grown = readNlbState((await ensure(withPort, after as ProviderState)).state);
+    expect(grown.loadBalancerArn).toBe(before.loadBalancerArn);
+    expect(grown.securityGroupId).toBe(before.securityGroupId);
+    expect(grown.targetGroups?.['8080']?.name).toBe(
+      `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', '8080', 'TCP', 30808])}`,
+    );
+    expect(grown.targetGroups?.['80']?.arn).toBe(before.targetGroups?.['80']?.arn);
+    expectedLeft = [...everything, 'target-group:8080 (default/web)'];
+  });
+
+  it('names the resources of a new Service from SHA-256', async () => {
+    const fresh = readNlbState((await ensure(service())).state);
+    const c = cluster.settings.clusterName;
+    expect(fresh.loadBalancerName).toMatch(/^k8s-default-web-[0-9a-z]{10}$/);
+    expect(fresh.loadBalancerName).not.toBe(
+      `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', 'internal'])}`,
+    );
+    // A later sync of the same Service keeps them.
+    cluster.recorder.reset();
+    await ensure(service(), fresh as ProviderState);
+    expect(cluster.recorder.count('CreateTargetGroup')).toBe(0);
+    expectedLeft = everything;
   });
 });

@@ -179,6 +179,9 @@ export async function createRuntimeWorld(
     backoffBaseSeconds: 1,
     leaseSeconds: 30,
     orphanGraceSeconds: 0,
+    // Tests change nodes a second apart and drain with a one-second quiet period; the interval
+    // that folds node floods together has its own tests (forged-messages.test.ts).
+    nodeSyncMinIntervalSeconds: 0,
     aws: {
       vpcId: aws.vpcId,
       backendSecurityGroupId: aws.settings.backendSecurityGroupId,

@@ -1,5 +1,8 @@
+import { clipped, joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Service } from '../../core/objects';
+import { annotationSizeProblems } from '../../core/service-limits';
+import { tagProblems } from './tag-rules';
 import type { HealthCheckProtocol, Scheme } from './types';
 
 export const awsPrefix = 'service.beta.kubernetes.io/aws-load-balancer-';
@@ -20,7 +23,9 @@ export interface LoadBalancerOptions {
     successCodes?: string;
   };
   crossZone?: boolean;
+  /** Without a prototype, so no user key can reach Object.prototype. */
   additionalTags: Record<string, string>;
+  /** Without a prototype, so no user key can reach Object.prototype. */
   targetGroupAttributes: Record<string, string>;
   proxyProtocol: boolean;
   certificateArns: string[];
@@ -67,32 +72,47 @@ function integerIn(value: string, min: number, max: number): number | undefined 
   return n >= min && n <= max ? n : undefined;
 }
 
-function keyValues(value: string): Record<string, string> | string {
-  const result: Record<string, string> = {};
+/**
+ * `key=value,…` into a Map: user keys never become properties of a plain object, where
+ * `__proto__` would vanish and `hasOwnProperty` would find Object.prototype's (issue 19).
+ */
+function keyValues(value: string): Map<string, string> | string {
+  const result = new Map<string, string>();
   for (const pair of list(value)) {
     const index = pair.indexOf('=');
-    if (index <= 0) return `"${pair}" is not key=value`;
-    result[pair.slice(0, index).trim()] = pair.slice(index + 1).trim();
+    if (index <= 0) return `${quoted(pair)} is not key=value`;
+    result.set(pair.slice(0, index).trim(), pair.slice(index + 1).trim());
   }
   return result;
+}
+
+/** A record without a prototype, for options read with plain property lookups downstream. */
+function bareRecord(entries: Iterable<readonly [string, string]> = []): Record<string, string> {
+  const record = Object.create(null) as Record<string, string>;
+  for (const [key, value] of entries) record[key] = value;
+  return record;
 }
 
 const booleanValue = (value: string): boolean | undefined =>
   value === 'true' ? true : value === 'false' ? false : undefined;
 
-/** Target group attributes users may set, with their value rules. */
-const targetGroupAttributeRules: Record<string, (v: string) => boolean> = {
-  'preserve_client_ip.enabled': (v) => booleanValue(v) !== undefined,
-  'proxy_protocol_v2.enabled': (v) => booleanValue(v) !== undefined,
-  'deregistration_delay.timeout_seconds': (v) => integerIn(v, 0, 3600) !== undefined,
-  'deregistration_delay.connection_termination.enabled': (v) => booleanValue(v) !== undefined,
-  'stickiness.enabled': (v) => booleanValue(v) !== undefined,
-  'stickiness.type': (v) => v === 'source_ip',
-  'load_balancing.cross_zone.enabled': (v) =>
-    ['true', 'false', 'use_load_balancer_configuration'].includes(v),
-};
-
-const reservedTagPrefixes = ['aws:', 'serverless-service-controller.io/', 'kubernetes.io/cluster/'];
+/**
+ * Target group attributes users may set, with their value rules: a subset of the keys the ELBv2
+ * API reference lists for Network Load Balancer target groups (TargetGroupAttribute). A Map, so
+ * a key such as `constructor` or `hasOwnProperty` is simply not found.
+ */
+const targetGroupAttributeRules = new Map<string, (v: string) => boolean>([
+  ['preserve_client_ip.enabled', (v) => booleanValue(v) !== undefined],
+  ['proxy_protocol_v2.enabled', (v) => booleanValue(v) !== undefined],
+  ['deregistration_delay.timeout_seconds', (v) => integerIn(v, 0, 3600) !== undefined],
+  ['deregistration_delay.connection_termination.enabled', (v) => booleanValue(v) !== undefined],
+  ['stickiness.enabled', (v) => booleanValue(v) !== undefined],
+  ['stickiness.type', (v) => v === 'source_ip'],
+  [
+    'load_balancing.cross_zone.enabled',
+    (v) => ['true', 'false', 'use_load_balancer_configuration'].includes(v),
+  ],
+]);
 
 export const annotationRegistry: readonly AnnotationDefinition[] = [
   {
@@ -260,27 +280,24 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('additional-resource-tags'),
-    values: '`key=value,key2=value2`',
+    values:
+      "`key=value,key2=value2`: at most 45 tags with the deployment's, keys ≤ 128 and values ≤ 256 characters",
     default: 'none',
     mutability: 'in place',
-    description: 'Extra tags on every resource created for the Service.',
+    description:
+      "Extra tags on every resource created for the Service. Ownership keys (`aws:`, `kubernetes.io/`, `elbv2.k8s.aws/`, `service.k8s.aws/`, `ingress.k8s.aws/`, `KubernetesCluster`, this controller's `serverless-service-controller.io/`, in any letter case) are refused.",
     apply: (value, o) => {
       const tags = keyValues(value);
       if (typeof tags === 'string') return tags;
-      for (const [key, tagValue] of Object.entries(tags)) {
-        if (key.length > 128 || tagValue.length > 256)
-          return `tag ${key} is too long (key ≤ 128, value ≤ 256)`;
-        if (reservedTagPrefixes.some((prefix) => key.startsWith(prefix))) {
-          return `tag key ${key} is reserved`;
-        }
-      }
-      o.additionalTags = tags;
+      const problems = tagProblems(tags);
+      if (problems.length > 0) return joinProblems(problems);
+      o.additionalTags = bareRecord(tags);
       return undefined;
     },
   },
   {
     name: awsName('target-group-attributes'),
-    values: `\`key=value,...\` with keys ${Object.keys(targetGroupAttributeRules)
+    values: `\`key=value,...\` with keys ${[...targetGroupAttributeRules.keys()]
       .map((k) => `\`${k}\``)
       .join(', ')}`,
     default: 'AWS defaults, not reconciled while unset',
@@ -289,12 +306,15 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     apply: (value, o) => {
       const attributes = keyValues(value);
       if (typeof attributes === 'string') return attributes;
-      for (const [key, attributeValue] of Object.entries(attributes)) {
-        const rule = targetGroupAttributeRules[key];
-        if (rule === undefined) return `unsupported attribute ${key}`;
-        if (!rule(attributeValue)) return `invalid value "${attributeValue}" for ${key}`;
+      for (const [key, attributeValue] of attributes) {
+        const rule = targetGroupAttributeRules.get(key);
+        if (rule === undefined) return `unsupported attribute ${quoted(key)}`;
+        if (!rule(attributeValue)) return `invalid value ${quoted(attributeValue)} for ${key}`;
       }
-      o.targetGroupAttributes = { ...o.targetGroupAttributes, ...attributes };
+      o.targetGroupAttributes = bareRecord([
+        ...Object.entries(o.targetGroupAttributes),
+        ...attributes,
+      ]);
       return undefined;
     },
   },
@@ -325,7 +345,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
           ),
       );
       if (arns.length === 0 || bad !== undefined)
-        return `"${bad ?? value}" is not an ACM or IAM certificate ARN`;
+        return `${quoted(bad ?? value)} is not an ACM or IAM certificate ARN`;
       o.certificateArns = arns;
       return undefined;
     },
@@ -377,7 +397,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
       const ids = list(value);
       const bad = ids.find((id) => !/^eipalloc-[0-9a-f]{8,17}$/.test(id));
       if (ids.length === 0 || bad !== undefined)
-        return `"${bad ?? value}" is not an Elastic IP allocation ID`;
+        return `${quoted(bad ?? value)} is not an Elastic IP allocation ID`;
       o.eipAllocations = ids;
       return undefined;
     },
@@ -391,7 +411,8 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     apply: (value, o) => {
       const ips = list(value);
       const bad = ips.find((ip) => parseIPv4(ip) === undefined);
-      if (ips.length === 0 || bad !== undefined) return `"${bad ?? value}" is not an IPv4 address`;
+      if (ips.length === 0 || bad !== undefined)
+        return `${quoted(bad ?? value)} is not an IPv4 address`;
       o.privateIPv4Addresses = ips;
       return undefined;
     },
@@ -442,35 +463,43 @@ const byName = new Map(annotationRegistry.map((definition) => [definition.name, 
 /**
  * Parses and validates the Service's load balancer annotations. Unknown annotations under the
  * `aws-load-balancer-` prefix are errors too: silently ignoring one the user relies on is worse.
- * Throws a TerminalError naming every bad annotation and value.
+ * Sizes are checked first, so no oversized value is split or parsed. Throws a TerminalError
+ * naming every bad annotation and value, each value cut short.
  */
 export function parseAnnotations(service: Service): LoadBalancerOptions {
+  const annotations = service.metadata?.annotations ?? {};
+  const tooLarge = annotationSizeProblems(annotations);
+  if (tooLarge.length > 0) throw new TerminalError(tooLarge.join('; '));
   const options: LoadBalancerOptions = {
     healthCheck: {},
-    additionalTags: {},
-    targetGroupAttributes: {},
+    additionalTags: bareRecord(),
+    targetGroupAttributes: bareRecord(),
     proxyProtocol: false,
     certificateArns: [],
     backendProtocol: 'tcp',
   };
   const problems: string[] = [];
-  const annotations = service.metadata?.annotations ?? {};
   // The scheme annotation is applied before the legacy `internal` one so that it wins.
   const names = Object.keys(annotations).sort((a, b) => order(a) - order(b) || a.localeCompare(b));
   for (const name of names) {
     const value = annotations[name] ?? '';
     const definition = byName.get(name);
     if (definition === undefined) {
-      if (name.startsWith(awsPrefix)) problems.push(`annotation ${name} is not supported`);
+      if (name.startsWith(awsPrefix)) {
+        problems.push(`annotation ${clipped(name, annotationNameChars)} is not supported`);
+      }
       continue;
     }
     const problem = definition.apply(value.trim(), options);
     if (problem !== undefined)
-      problems.push(`annotation ${name}: invalid value "${value}": ${problem}`);
+      problems.push(`annotation ${name}: invalid value ${quoted(value)}: ${problem}`);
   }
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return options;
 }
+
+/** The longest annotation name Kubernetes allows (a 253-character prefix, "/" and 63). */
+const annotationNameChars = 317;
 
 function order(name: string): number {
   return name === awsName('scheme') ? 0 : 1;

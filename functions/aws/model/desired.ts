@@ -1,3 +1,4 @@
+import { joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Host } from '../../core/hosts';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
@@ -5,6 +6,7 @@ import type { Service } from '../../core/objects';
 import type { LoadBalancerOptions } from './annotations';
 import { loadBalancerName, resourceTags, securityGroupName, targetGroupName } from './naming';
 import { sourceRanges } from './source-ranges';
+import { awsTagLimits, maxExtraTags, ownTagCount } from './tag-rules';
 import type {
   DesiredListener,
   DesiredLoadBalancer,
@@ -70,6 +72,12 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
     );
   }
   const extraTags = { ...settings.defaultTags, ...options.additionalTags };
+  const tagCount = Object.keys(extraTags).length;
+  if (tagCount > maxExtraTags) {
+    problems.push(
+      `the deployment's ${Object.keys(settings.defaultTags).length} default tags and the ${Object.keys(options.additionalTags).length} of annotation service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags make ${tagCount} tags, over the ${maxExtraTags} that fit beside the controller's ${ownTagCount} (AWS allows ${awsTagLimits.tagsPerResource} per resource)`,
+    );
+  }
   const targetGroups: DesiredTargetGroup[] = [];
   const listeners: DesiredListener[] = [];
   for (const port of ports) {
@@ -101,13 +109,15 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
       sslPolicy: tls ? (options.sslPolicy ?? settings.defaultSslPolicy) : undefined,
     });
   }
-  const ingress = ingressRules(listeners, cidrs);
-  if (ingress.length > limits.inboundRulesPerSecurityGroup) {
+  // Counted before any rule is built: ranges × listeners can run to millions (issue 19).
+  const ruleCount = ingressRuleCount(listeners, cidrs.length);
+  if (ruleCount > limits.inboundRulesPerSecurityGroup) {
     problems.push(
-      `${cidrs.length} source ranges on ${listeners.length} listeners need ${ingress.length} security group rules, more than the ${limits.inboundRulesPerSecurityGroup} a security group allows; use fewer, wider ranges`,
+      `${cidrs.length} source ranges on ${listeners.length} listeners need ${ruleCount} security group rules, more than the ${limits.inboundRulesPerSecurityGroup} a security group allows; use fewer, wider ranges`,
     );
   }
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
+  const ingress = ingressRules(listeners, cidrs);
   return {
     name: loadBalancerName(settings.clusterName, service, scheme),
     scheme,
@@ -160,7 +170,7 @@ function tlsPortNumbers(
   for (const wanted of options.sslPorts ?? ports.map((p) => String(p.port))) {
     const match = servicePorts.find((p) => String(p.port) === wanted || p.name === wanted);
     if (match === undefined)
-      problems.push(`${sslPortsName}: "${wanted}" is not a port of this Service`);
+      problems.push(`${sslPortsName}: ${quoted(wanted)} is not a port of this Service`);
     else selected.add(match.port);
   }
   for (const port of ports) {
@@ -168,7 +178,7 @@ function tlsPortNumbers(
       problems.push(`port ${port.port} is ${port.protocol}: TLS listeners need TCP ports`);
     }
   }
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return selected;
 }
 
@@ -246,7 +256,7 @@ function mappings(input: DesiredInput, scheme: Scheme): SubnetMapping[] {
       );
     }
   }
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return [...subnets]
     .sort((a, b) => a.availabilityZone.localeCompare(b.availabilityZone))
     .map((subnet, i) => ({
@@ -254,6 +264,21 @@ function mappings(input: DesiredInput, scheme: Scheme): SubnetMapping[] {
       ...(eips ? { allocationId: eips[i] } : {}),
       ...(privateIps ? { privateIPv4Address: privateIps[i] } : {}),
     }));
+}
+
+/** The security group protocols a listener needs: TCP_UDP takes two rules per range. */
+function ruleProtocols(listener: DesiredListener): ('tcp' | 'udp')[] {
+  return listener.protocol === 'UDP'
+    ? ['udp']
+    : listener.protocol === 'TCP_UDP'
+      ? ['tcp', 'udp']
+      : ['tcp'];
+}
+
+/** How many rules `ingressRules` would make, from the counts alone. */
+export function ingressRuleCount(listeners: readonly DesiredListener[], cidrCount: number): number {
+  const perRange = listeners.reduce((sum, listener) => sum + ruleProtocols(listener).length, 1);
+  return cidrCount * perRange;
 }
 
 /**
@@ -267,13 +292,7 @@ function ingressRules(
   const rules: IngressRule[] = [];
   for (const cidr of cidrs) {
     for (const listener of listeners) {
-      const protocols: ('tcp' | 'udp')[] =
-        listener.protocol === 'UDP'
-          ? ['udp']
-          : listener.protocol === 'TCP_UDP'
-            ? ['tcp', 'udp']
-            : ['tcp'];
-      for (const protocol of protocols) {
+      for (const protocol of ruleProtocols(listener)) {
         rules.push({ protocol, fromPort: listener.port, toPort: listener.port, cidr });
       }
     }

@@ -1,6 +1,7 @@
-import { stableHash } from '../../core/hash';
+import { canonicalJson, stableHash } from '../../core/hash';
 import type { Service } from '../../core/objects';
-import type { Scheme, Tags } from './types';
+import { sha256 } from './sha256';
+import type { DesiredLoadBalancer, Scheme, Tags } from './types';
 
 /** Tag keys that mark what we own (DESIGN §3: ownership by tags). */
 export const ownershipTags = {
@@ -21,8 +22,31 @@ function segment(text: string, length: number): string {
     .replace(/^-+|-+$/g, '');
 }
 
-function shortHash(parts: readonly (string | number)[]): string {
-  return stableHash(parts.map(String)).slice(0, 10);
+/**
+ * How names are hashed. 1: the first 40 bits of a fast non-cryptographic hash (cyrb53), which a
+ * tenant could steer into another Service's names. 2: SHA-256, 10 base-36 digits (about 52
+ * bits). A Service keeps the version its resources were created with (recorded in provider
+ * state), so an upgrade renames nothing.
+ */
+export type NamingVersion = 1 | 2;
+export const currentNamingVersion: NamingVersion = 2;
+
+const base36Digits = 10;
+const base36Range = 36n ** BigInt(base36Digits);
+
+function shortHash(parts: readonly (string | number)[], version: NamingVersion): string {
+  const text = parts.map(String);
+  if (version === 1) return stableHash(text).slice(0, 10);
+  const digest = sha256(canonicalJson(text));
+  let value = 0n;
+  for (const byte of digest.subarray(0, 8)) value = (value << 8n) | BigInt(byte);
+  // 64 bits folded into 36^10: the bias (under 1 in 5,000) is of no use to anyone.
+  return (value % base36Range).toString(36).padStart(base36Digits, '0');
+}
+
+/** The hash part of a name made now, for names outside this module (the backend group's). */
+export function nameHash(parts: readonly (string | number)[]): string {
+  return shortHash(parts, currentNamingVersion);
 }
 
 /**
@@ -30,9 +54,14 @@ function shortHash(parts: readonly (string | number)[]): string {
  * not starting with `internal-`. `k8s-<ns:8>-<name:8>-<hash:10>` always fits; the hash covers
  * cluster, namespace, name and UID (and the scheme, so a replacement NLB can coexist with the old).
  */
-export function loadBalancerName(clusterName: string, service: Service, scheme: Scheme): string {
+export function loadBalancerName(
+  clusterName: string,
+  service: Service,
+  scheme: Scheme,
+  version: NamingVersion = currentNamingVersion,
+): string {
   const { namespace = '', name = '', uid = '' } = service.metadata ?? {};
-  return elbName(namespace, name, shortHash([clusterName, namespace, name, uid, scheme]));
+  return elbName(namespace, name, shortHash([clusterName, namespace, name, uid, scheme], version));
 }
 
 /** Target group names add the fields that force a new target group: service port, protocol and nodePort. */
@@ -42,18 +71,50 @@ export function targetGroupName(
   key: string,
   protocol: string,
   nodePort: number,
+  version: NamingVersion = currentNamingVersion,
 ): string {
   const { namespace = '', name = '', uid = '' } = service.metadata ?? {};
   return elbName(
     namespace,
     name,
-    shortHash([clusterName, namespace, name, uid, key, protocol, nodePort]),
+    shortHash([clusterName, namespace, name, uid, key, protocol, nodePort], version),
   );
 }
 
-export function securityGroupName(clusterName: string, service: Service): string {
+export function securityGroupName(
+  clusterName: string,
+  service: Service,
+  version: NamingVersion = currentNamingVersion,
+): string {
   const { namespace = '', name = '', uid = '' } = service.metadata ?? {};
-  return `k8s-${segment(namespace, 63)}-${segment(name, 63)}-${shortHash([clusterName, namespace, name, uid])}`;
+  return `k8s-${segment(namespace, 63)}-${segment(name, 63)}-${shortHash([clusterName, namespace, name, uid], version)}`;
+}
+
+/**
+ * The desired model with the names of an older naming version: a Service whose resources were
+ * made with it keeps finding and extending them under the same names. The model is built with the
+ * current version; only names change here.
+ */
+export function withNamingVersion(
+  desired: DesiredLoadBalancer,
+  clusterName: string,
+  service: Service,
+  version: NamingVersion,
+): DesiredLoadBalancer {
+  if (version === currentNamingVersion) return desired;
+  return {
+    ...desired,
+    name: loadBalancerName(clusterName, service, desired.scheme, version),
+    securityGroup: {
+      ...desired.securityGroup,
+      name: securityGroupName(clusterName, service, version),
+    },
+    targetGroups: desired.targetGroups.map((tg) => ({
+      ...tg,
+      // A target group's port is the Service port's nodePort.
+      name: targetGroupName(clusterName, service, tg.key, tg.protocol, tg.port, version),
+    })),
+  };
 }
 
 function elbName(namespace: string, name: string, hash: string): string {

@@ -1,5 +1,7 @@
+import { joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Service } from '../../core/objects';
+import { countProblem, serviceLimits } from '../../core/service-limits';
 import { parseIPv4, type LoadBalancerOptions } from './annotations';
 
 export const everywhere = '0.0.0.0/0';
@@ -7,6 +9,7 @@ export const everywhere = '0.0.0.0/0';
 /**
  * The client CIDRs allowed in: spec.loadBalancerSourceRanges, else the legacy annotation, else
  * everyone. Each must be a canonical IPv4 CIDR; a typo is reported, never widened or dropped.
+ * More ranges than the limit are refused from the count, before any is parsed.
  */
 export function sourceRanges(service: Service, options: LoadBalancerOptions): string[] {
   const fromSpec = service.spec?.loadBalancerSourceRanges ?? [];
@@ -16,14 +19,15 @@ export function sourceRanges(service: Service, options: LoadBalancerOptions): st
       : 'annotation service.beta.kubernetes.io/load-balancer-source-ranges';
   const ranges = fromSpec.length > 0 ? fromSpec : (options.sourceRanges ?? []);
   if (ranges.length === 0) return [everywhere];
+  const tooMany = countProblem(field, ranges.length, serviceLimits.sourceRanges);
+  if (tooMany !== undefined) throw new TerminalError(tooMany);
   const problems = ranges.flatMap((range) => {
     const problem = cidrProblem(range.trim());
-    return problem === undefined ? [] : [`${field}: "${range}" ${problem}`];
+    return problem === undefined ? [] : [`${field}: ${quoted(range)} ${problem}`];
   });
-  if (problems.length > 0) throw new TerminalError(problems.join('; '));
+  if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return [...new Set(ranges.map((range) => range.trim()))].sort();
 }
-
 function cidrProblem(range: string): string | undefined {
   if (range.includes(':'))
     return 'is an IPv6 range; only IPv4 Network Load Balancers are supported';

@@ -10,7 +10,7 @@ import {
   type JsonObject,
 } from './patches';
 
-export type ResourceName = 'services' | 'nodes' | 'events';
+export type ResourceName = 'services' | 'nodes' | 'events' | 'namespaces';
 
 interface ResourceKind {
   readonly kind: string;
@@ -32,6 +32,13 @@ export const resources: Record<ResourceName, ResourceKind> = {
   events: {
     kind: 'Event',
     namespaced: true,
+    hasStatusSubresource: false,
+    keepsStatusOnCreate: true,
+  },
+  // Read for their labels (tenant policy selectors); nothing here creates them implicitly.
+  namespaces: {
+    kind: 'Namespace',
+    namespaced: false,
     hasStatusSubresource: false,
     keepsStatusOnCreate: true,
   },

@@ -6,6 +6,7 @@ import {
   type Mutability,
 } from '../../../functions/aws/model/annotations';
 import { sourceRanges } from '../../../functions/aws/model/source-ranges';
+import { quoted } from '../../../functions/core/echo';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService } from '../../support/core-objects';
 
@@ -204,7 +205,7 @@ describe('parseAnnotations: invalid values', () => {
   it.each(invalidCases)('%s: %j is a terminal error naming both', (name, value) => {
     const error = parseError({ [name]: value });
     expect(error).toBeInstanceOf(TerminalError);
-    expect(error.message).toContain(`annotation ${name}: invalid value "${value}"`);
+    expect(error.message).toContain(`annotation ${name}: invalid value ${quoted(value)}`);
   });
 
   it('has no invalid value for the legacy internal annotation: anything but "false" is internal', () => {
@@ -306,5 +307,114 @@ describe('annotation registry (drives the user docs)', () => {
       aws('internal'),
       legacySourceRanges,
     ]);
+  });
+});
+
+describe('prototype keys in key=value annotations', () => {
+  it.each(['hasOwnProperty', 'constructor', '__proto__', 'toString', 'valueOf', 'isPrototypeOf'])(
+    'target-group-attributes: %s=x is a terminal error naming the attribute, never a TypeError',
+    (key) => {
+      const error = parseError({ [aws('target-group-attributes')]: `${key}=x` });
+      expect(error.message).toContain(`unsupported attribute "${key}"`);
+    },
+  );
+
+  it.each(['constructor', '__proto__', 'hasOwnProperty', 'toString'])(
+    'additional-resource-tags: %s=x is refused rather than dropped or passed to AWS',
+    (key) => {
+      const error = parseError({ [aws('additional-resource-tags')]: `team=web,${key}=x` });
+      expect(error.message).toContain(`tag key "${key}"`);
+    },
+  );
+
+  it('keeps parsed attributes and tags in objects without a prototype', () => {
+    const options = parse({
+      [aws('target-group-attributes')]: 'stickiness.enabled=true',
+      [aws('additional-resource-tags')]: 'team=web',
+    });
+    expect(Object.getPrototypeOf(options.targetGroupAttributes)).toBeNull();
+    expect(Object.getPrototypeOf(options.additionalTags)).toBeNull();
+    expect(options.additionalTags.constructor).toBeUndefined();
+  });
+});
+
+describe('reserved tag keys in additional-resource-tags', () => {
+  it.each([
+    'elbv2.k8s.aws/cluster',
+    'service.k8s.aws/stack',
+    'service.k8s.aws/resource',
+    'ingress.k8s.aws/stack',
+    'kubernetes.io/cluster/other-cluster',
+    'kubernetes.io/service-name',
+    'Kubernetes.io/cluster/c1',
+    'KubernetesCluster',
+    'serverless-service-controller.io/cluster',
+    'Serverless-Service-Controller.io/cluster',
+    'SERVERLESS-SERVICE-CONTROLLER.IO/service-uid',
+    'aws:cloudformation:stack-name',
+    'AWS:owner',
+  ])('refuses %s, in any letter case, naming the key', (key) => {
+    const error = parseError({ [aws('additional-resource-tags')]: `team=web,${key}=x` });
+    expect(error.message).toContain(`tag key "${key}" is reserved`);
+  });
+
+  it('accepts ordinary keys that merely contain a reserved word', () => {
+    expect(
+      parse({ [aws('additional-resource-tags')]: 'my-kubernetes.io/team=a,awsome=b' })
+        .additionalTags,
+    ).toEqual({ 'my-kubernetes.io/team': 'a', awsome: 'b' });
+  });
+
+  it('refuses more tags than fit beside our own within AWS’s 50 per resource', () => {
+    const tags = Array.from({ length: 46 }, (_, i) => `t${i}=v`).join(',');
+    const error = parseError({ [aws('additional-resource-tags')]: tags });
+    expect(error.message).toContain('46 tags, over the 45 that fit');
+  });
+
+  it('refuses characters AWS does not allow in tags, naming the key', () => {
+    const error = parseError({ [aws('additional-resource-tags')]: 'team=web<script>' });
+    expect(error.message).toContain('tag "team" has a value with characters AWS does not allow');
+  });
+
+  it('names every reserved key, each cut short', () => {
+    const long = `elbv2.k8s.aws/${'k'.repeat(300)}`;
+    const error = parseError({
+      [aws('additional-resource-tags')]: `aws:a=1,${long}=2`,
+    });
+    expect(error.message).toContain('tag key "aws:a" is reserved');
+    expect(error.message).toContain(`"${long.slice(0, 100)}…" (314 characters) is reserved`);
+    expect(error.message.length).toBeLessThan(1000);
+  });
+});
+
+describe('echoed values are bounded', () => {
+  it('does not echo a long bad value whole', () => {
+    const value = 'x'.repeat(30_000);
+    const error = parseError({ [aws('healthcheck-path')]: value });
+    expect(error.message.length).toBeLessThan(500);
+    expect(error.message).toContain(`annotation ${aws('healthcheck-path')}: invalid value "xxx`);
+    expect(error.message).toContain('(30000 characters)');
+  });
+
+  it('names a 200 KB annotation by its size, echoing none of it', () => {
+    const error = parseError({ [aws('healthcheck-path')]: 'x'.repeat(200_000) });
+    expect(error.message).toBe(
+      `annotation ${aws('healthcheck-path')} is 200000 characters, over the limit of 32768`,
+    );
+  });
+
+  it('refuses an oversized annotation without parsing it', () => {
+    const tags = Array.from({ length: 20_000 }, (_, i) => `k${i}=v`).join(',');
+    const error = parseError({ [aws('additional-resource-tags')]: tags });
+    expect(error.message).toBe(
+      `annotation ${aws('additional-resource-tags')} is ${tags.length} characters, over the limit of 32768`,
+    );
+  });
+
+  it('bounds the message for thousands of unknown annotations', () => {
+    const annotations = Object.fromEntries(
+      Array.from({ length: 5000 }, (_, i) => [aws(`unknown-${i}`), 'x']),
+    );
+    expect(parseError(annotations).message.length).toBeLessThan(2000);
   });
 });

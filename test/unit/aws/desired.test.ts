@@ -2,14 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { parseAnnotations } from '../../../functions/aws/model/annotations';
 import {
   buildDesiredLoadBalancer,
+  ingressRuleCount,
   type ProviderSettings,
 } from '../../../functions/aws/model/desired';
 import {
   loadBalancerName,
   ownershipOf,
+  resourceTags,
   securityGroupName,
   targetGroupName,
 } from '../../../functions/aws/model/naming';
+import { ownTagCount } from '../../../functions/aws/model/tag-rules';
 import type {
   DesiredLoadBalancer,
   DesiredTargetGroup,
@@ -363,6 +366,39 @@ describe('security group ingress', () => {
     expect(desired.securityGroup.ingress).toHaveLength(60);
   });
 
+  it('counts the rules for many ranges on many TCP_UDP listeners without building them', () => {
+    const tcpUdp: ServicePort[] = Array.from({ length: 50 }, (_, i) => [
+      { name: `t${i}`, protocol: 'TCP', port: 1000 + i, nodePort: 30000 + i },
+      { name: `u${i}`, protocol: 'UDP', port: 1000 + i, nodePort: 30000 + i },
+    ]).flat();
+    const many = Array.from(
+      { length: 1000 },
+      (_, i) => `10.${i % 250}.${Math.floor(i / 250)}.0/24`,
+    );
+    const error = buildError({
+      service: { ports: tcpUdp, spec: { loadBalancerSourceRanges: many } },
+    });
+    // 1000 ranges × (50 listeners × tcp and udp + one ICMP rule).
+    expect(error.message).toBe(
+      '1000 source ranges on 50 listeners need 101000 security group rules, more than the 60 a security group allows; use fewer, wider ranges',
+    );
+  });
+
+  it.each<[string, ServicePort[], number]>([
+    [
+      'two TCP ports',
+      [...onePort, { name: 'https', protocol: 'TCP', port: 443, nodePort: 30443 }],
+      6,
+    ],
+    ['a TCP_UDP and a UDP port', [...dnsPorts, udpPort], 8],
+  ])('counts exactly the rules it builds (%s, two ranges)', (_what, ports, expected) => {
+    const desired = build({
+      service: { ports, spec: { loadBalancerSourceRanges: ['10.0.0.0/8', '192.168.0.0/16'] } },
+    });
+    expect(ingressRuleCount(desired.listeners, 2)).toBe(expected);
+    expect(desired.securityGroup.ingress).toHaveLength(expected);
+  });
+
   it('rejects more than the 60 rules a security group allows', () => {
     const error = buildError({
       service: { ports: onePort, spec: { loadBalancerSourceRanges: ranges(31) } },
@@ -537,6 +573,38 @@ describe('tags', () => {
   ])('tags %s with the ownership tags and the additional tags', (_resource, tags, resource) => {
     expect(tags()).toEqual({ ...extra, ...ownership(resource) });
     expect(ownershipOf(tags(), 'c1', makeService())).toBe('ours');
+  });
+});
+
+describe('tag limits', () => {
+  it('counts the controller’s own tags as naming.ts writes them', () => {
+    expect(Object.keys(resourceTags('c1', makeService(), 'load-balancer', {}))).toHaveLength(
+      ownTagCount,
+    );
+  });
+
+  it('refuses deployment and Service tags that leave no room for ours within 50', () => {
+    const defaultTags = Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [`default-${i}`, 'v']),
+    );
+    const annotation = Array.from({ length: 6 }, (_, i) => `svc-${i}=v`).join(',');
+    const error = buildError({
+      ...annotated({ [aws('additional-resource-tags')]: annotation }),
+      settings: { defaultTags },
+    });
+    expect(error.message).toBe(
+      `the deployment's 40 default tags and the 6 of annotation ${aws('additional-resource-tags')} make 46 tags, over the 45 that fit beside the controller's 5 (AWS allows 50 per resource)`,
+    );
+  });
+
+  it('counts a Service tag that overrides a deployment tag once', () => {
+    const defaultTags = Object.fromEntries(Array.from({ length: 45 }, (_, i) => [`t${i}`, 'v']));
+    const desired = build({
+      ...annotated({ [aws('additional-resource-tags')]: 't0=override' }),
+      settings: { defaultTags },
+    });
+    expect(Object.keys(desired.tags)).toHaveLength(50);
+    expect(desired.tags.t0).toBe('override');
   });
 });
 

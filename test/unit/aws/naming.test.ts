@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   isValidElbName,
@@ -5,8 +6,10 @@ import {
   ownershipOf,
   ownershipTags,
   resourceTags,
+  securityGroupName,
   targetGroupName,
 } from '../../../functions/aws/model/naming';
+import { canonicalJson, stableHash } from '../../../functions/core/hash';
 import type { Scheme } from '../../../functions/aws/model/types';
 import type { Service } from '../../../functions/core/objects';
 import { makeService } from '../../support/core-objects';
@@ -28,28 +31,28 @@ const long63 = 'a'.repeat(63);
 
 describe('load balancer and target group names', () => {
   it.each<[string, string, string, RegExp]>([
-    ['ordinary names', 'default', 'web', /^k8s-default-web-[0-9a-f]{10}$/],
-    ['63-character namespace and name', long63, long63, /^k8s-aaaaaaaa-aaaaaaaa-[0-9a-f]{10}$/],
+    ['ordinary names', 'default', 'web', /^k8s-default-web-[0-9a-z]{10}$/],
+    ['63-character namespace and name', long63, long63, /^k8s-aaaaaaaa-aaaaaaaa-[0-9a-z]{10}$/],
     [
       'names that end in a hyphen once cut to 8 characters',
       'kube-system',
       'payment-gateway',
-      /^k8s-kube-sys-payment-[0-9a-f]{10}$/,
+      /^k8s-kube-sys-payment-[0-9a-z]{10}$/,
     ],
-    ['names cut to nothing but hyphens', 'a-------b', 'x-------yz', /^k8s-a-x-[0-9a-f]{10}$/],
-    ['digits only', '12345678901', '2024', /^k8s-12345678-2024-[0-9a-f]{10}$/],
+    ['names cut to nothing but hyphens', 'a-------b', 'x-------yz', /^k8s-a-x-[0-9a-z]{10}$/],
+    ['digits only', '12345678901', '2024', /^k8s-12345678-2024-[0-9a-z]{10}$/],
     [
       'characters AWS does not allow (upper case, dots, underscores)',
       'Team_A.prod',
       'My_Svc.v2',
-      /^k8s-teamapro-mysvcv2-[0-9a-f]{10}$/,
+      /^k8s-teamapro-mysvcv2-[0-9a-z]{10}$/,
     ],
-    ['an empty namespace', '', 'web', /^k8s-web-[0-9a-f]{10}$/],
+    ['an empty namespace', '', 'web', /^k8s-web-[0-9a-z]{10}$/],
     [
       'a name that starts like "internal-"',
       'internal-tools',
       'internal-api',
-      /^k8s-internal-internal-[0-9a-f]{10}$/,
+      /^k8s-internal-internal-[0-9a-z]{10}$/,
     ],
   ])('%s give valid names of at most 32 characters', (_case, namespace, name, shape) => {
     const svc = service(namespace, name);
@@ -118,6 +121,46 @@ describe('load balancer and target group names', () => {
     const svc = service('default', 'web');
     expect(targetGroupName('c1', svc, key, protocol, nodePort)).not.toBe(
       targetGroupName('c1', svc, '80', 'TCP', 30080),
+    );
+  });
+});
+
+/** The hash part of a name as the naming scheme defines it, computed here with node:crypto. */
+function sha256Hash(parts: readonly (string | number)[]): string {
+  const digest = createHash('sha256')
+    .update(canonicalJson(parts.map(String)), 'utf8')
+    .digest();
+  return (digest.readBigUInt64BE(0) % 36n ** 10n).toString(36).padStart(10, '0');
+}
+
+describe('the hash in names', () => {
+  const svc = makeService({ namespace: 'team-a', name: 'web', uid: 'uid-1' });
+
+  it('is SHA-256 of cluster, namespace, name and UID (and port fields), in base 36: about 52 bits', () => {
+    expect(loadBalancerName('c1', svc, 'internal')).toBe(
+      `k8s-team-a-web-${sha256Hash(['c1', 'team-a', 'web', 'uid-1', 'internal'])}`,
+    );
+    expect(targetGroupName('c1', svc, '80', 'TCP', 30080)).toBe(
+      `k8s-team-a-web-${sha256Hash(['c1', 'team-a', 'web', 'uid-1', '80', 'TCP', 30080])}`,
+    );
+    expect(securityGroupName('c1', svc)).toBe(
+      `k8s-team-a-web-${sha256Hash(['c1', 'team-a', 'web', 'uid-1'])}`,
+    );
+  });
+
+  // Resources of Services created before the switch keep their names (naming version 1):
+  // renaming them would replace every target group and orphan nothing only by luck.
+  it('keeps the 40-bit names of naming version 1 for resources made before SHA-256', () => {
+    const legacy = (parts: readonly (string | number)[]) =>
+      stableHash(parts.map(String)).slice(0, 10);
+    expect(loadBalancerName('c1', svc, 'internal', 1)).toBe(
+      `k8s-team-a-web-${legacy(['c1', 'team-a', 'web', 'uid-1', 'internal'])}`,
+    );
+    expect(targetGroupName('c1', svc, '80', 'TCP', 30080, 1)).toBe(
+      `k8s-team-a-web-${legacy(['c1', 'team-a', 'web', 'uid-1', '80', 'TCP', 30080])}`,
+    );
+    expect(securityGroupName('c1', svc, 1)).toBe(
+      `k8s-team-a-web-${legacy(['c1', 'team-a', 'web', 'uid-1'])}`,
     );
   });
 });

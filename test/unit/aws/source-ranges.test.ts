@@ -104,4 +104,25 @@ describe('sourceRanges', () => {
   it('rejects a prefix with a leading zero, which is not canonical', () => {
     expect(() => rangesOf(['10.0.0.0/08'])).toThrow(TerminalError);
   });
+
+  it('refuses more ranges than the limit from the count, before validating any of them', () => {
+    const bad = Array.from({ length: 25_000 }, (_, i) => `not-a-cidr-${i}`);
+    expect(() => rangesOf(bad)).toThrow(
+      new TerminalError(`${specField} has 25000 entries, over the limit of 1000`),
+    );
+  });
+
+  it('cuts a long bad range and names at most ten of many', () => {
+    const long = `10.0.0.0/${'9'.repeat(5000)}`;
+    const bad = [long, ...Array.from({ length: 500 }, (_, i) => `bad-${i}`)];
+    let message = '';
+    try {
+      rangesOf(bad);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('(5009 characters)');
+    expect(message).toContain('and 491 more problems');
+    expect(message.length).toBeLessThan(1500);
+  });
 });

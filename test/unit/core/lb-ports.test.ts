@@ -90,3 +90,28 @@ describe('unsupported Service fields', () => {
     expect(validateLoadBalancerService(makeService())).toHaveLength(2);
   });
 });
+
+describe('port limits before any listener is built', () => {
+  it('refuses more than 100 ports from the count, before grouping them', () => {
+    const ports: ServicePort[] = Array.from({ length: 5000 }, (_, i) => ({
+      protocol: 'SCTP',
+      port: i,
+    }));
+    expect(() => loadBalancerPorts(withPorts(ports))).toThrow(
+      new TerminalError('spec.ports has 5000 entries, over the limit of 100'),
+    );
+  });
+
+  it('cuts a long protocol name in the error', () => {
+    const protocol = 'P'.repeat(200_000);
+    let message = '';
+    try {
+      loadBalancerPorts(withPorts([{ protocol, port: 80, nodePort: 30080 }]));
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toBe(
+      `port 80/${'P'.repeat(100)}… (200000 characters): Network Load Balancers support TCP and UDP only`,
+    );
+  });
+});

@@ -42,7 +42,56 @@ const services: readonly Service[] = [
   makeService({ spec: { type: 'LoadBalancer', externalTrafficPolicy: 'Local' } }),
   makeService({ spec: { type: 'ClusterIP', externalTrafficPolicy: 'Local' } }),
   makeService({ hostname: 'status-only.example.com' }),
+  // Spec changes the filters compare, each beside the variants they must treat as equal or not.
+  ...specVariants(),
 ];
+
+/** Each field needsUpdate compares, in forms it treats as equal (defaults, order) and as different. */
+function specVariants(): Service[] {
+  const lb = (spec: Service['spec']) => makeService({ spec: { type: 'LoadBalancer', ...spec } });
+  return [
+    lb({ loadBalancerSourceRanges: [] }),
+    lb({ loadBalancerSourceRanges: ['10.0.0.0/8', '192.168.0.0/16'] }),
+    lb({ loadBalancerSourceRanges: ['192.168.0.0/16', '10.0.0.0/8'] }),
+    lb({ externalIPs: [] }),
+    lb({ externalIPs: ['198.51.100.1'] }),
+    lb({ externalIPs: ['198.51.100.2'] }),
+    lb({ externalIPs: ['198.51.100.1', '198.51.100.2'] }),
+    lb({ loadBalancerIP: '' }),
+    lb({ loadBalancerIP: '198.51.100.7' }),
+    lb({ sessionAffinity: 'ClientIP' }),
+    lb({ sessionAffinity: undefined }),
+    lb({ externalTrafficPolicy: undefined }),
+    lb({ healthCheckNodePort: 0 }),
+    lb({ healthCheckNodePort: 32000 }),
+    lb({ ipFamilies: ['IPv6'] }),
+    lb({ ipFamilies: ['IPv4', 'IPv6'] }),
+    lb({ ipFamilies: undefined }),
+    lb({ ports: [] }),
+    lb({ ports: undefined }),
+    lb({ ports: [{ port: 80 }] }),
+    lb({ ports: [{ name: '', protocol: 'TCP', port: 80, nodePort: 0, appProtocol: '' }] }),
+    lb({ ports: [{ port: 80, appProtocol: 'http' }] }),
+    lb({ ports: [{ port: 80, nodePort: 30080 }] }),
+    lb({ ports: [{ port: 80 }, { port: 443 }] }),
+    lb({ ports: [{ port: 443 }, { port: 80 }] }),
+    makeService({ annotations: {} }),
+    makeService({ annotations: { a: '1', b: '2' } }),
+    makeService({ annotations: { b: '2', a: '1' } }),
+    makeService({ annotations: { a: '1', b: '3' } }),
+    makeService({ annotations: { a: '1' } }),
+    makeService({ uid: '' }),
+    makeService({ type: 'ClusterIP', finalizers: [upstreamFinalizer, upstreamFinalizer] }),
+  ];
+}
+
+/** `count` distinct /32 ranges, as a tenant could list them (85,000 fill Kubernetes' object limit). */
+function ranges(count: number): string[] {
+  return Array.from(
+    { length: count },
+    (_, i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`,
+  );
+}
 
 const nodes: readonly Node[] = [
   makeNode('a', { instanceId: 'i-0000000000000000a' }),
@@ -112,6 +161,50 @@ describe('forwarder fingerprints', () => {
           ).toBe(nodeChangeAffectsHosts(before, after, policy));
         }
       }
+    }
+  });
+
+  it('stay under 1 KiB whatever a Service of ours holds (85,000 ranges, 10,000 ports, a 200 KB annotation)', () => {
+    const claim = claims[1] as ClaimPolicy;
+    const huge = makeService({
+      loadBalancerClass: 'x.io/nlb',
+      uid: 'u'.repeat(10_000),
+      annotations: { note: 'x'.repeat(200_000) },
+      finalizers: Array.from({ length: 10_000 }, () => classFinalizer),
+      ports: Array.from({ length: 10_000 }, (_, i) => ({ name: `p${i}`, port: i + 1 })),
+      spec: {
+        loadBalancerSourceRanges: ranges(85_000),
+        externalIPs: ranges(10_000).map((r) => r.replace('/32', '')),
+        loadBalancerIP: 'y'.repeat(100_000),
+        ipFamilies: Array.from({ length: 10_000 }, () => 'IPv4'),
+        sessionAffinity: 'z'.repeat(100_000),
+        externalTrafficPolicy: 'w'.repeat(100_000),
+      },
+    });
+    expect(JSON.stringify(huge).length).toBeGreaterThan(1_500_000);
+    expect(JSON.stringify(serviceFingerprint(huge, claim)).length).toBeLessThan(1024);
+    // A Service of ours whose type or class a tenant made huge (cleanup still pending).
+    const odd = makeService({
+      type: 't'.repeat(100_000),
+      loadBalancerClass: 'c'.repeat(100_000),
+      finalizers: [classFinalizer],
+    });
+    expect(JSON.stringify(serviceFingerprint(odd, claim)).length).toBeLessThan(1024);
+  });
+
+  it('are equal for equal source range lists and differ for any change to one', () => {
+    const claim = claims[0] as ClaimPolicy;
+    const withRanges = (list: string[]) =>
+      serviceFingerprint(makeService({ spec: { loadBalancerSourceRanges: list } }), claim);
+    const base = withRanges(ranges(85_000));
+    expect(withRanges(ranges(85_000))).toEqual(base);
+    const lastChanged = ranges(85_000);
+    lastChanged[84_999] = '10.255.255.255/32';
+    const swapped = ranges(85_000);
+    [swapped[0], swapped[1]] = [swapped[1] ?? '', swapped[0] ?? ''];
+    for (const changed of [lastChanged, swapped, ranges(84_999), ranges(85_001), []]) {
+      expect(withRanges(changed)).not.toEqual(base);
+      expect(shouldEnqueueServiceUpdate(base, withRanges(changed), claim)).toBe(true);
     }
   });
 

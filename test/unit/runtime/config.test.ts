@@ -48,6 +48,7 @@ describe('parseConfig', () => {
       queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
       tableName: 'controller-state',
       nodeSyncPeriodSeconds: 100,
+      nodeSyncMinIntervalSeconds: 10,
       sweepPeriodSeconds: 1800,
       backoffBaseSeconds: 5,
       backoffMaxSeconds: 300,

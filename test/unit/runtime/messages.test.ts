@@ -112,49 +112,45 @@ describe('parseWorkMessage', () => {
     expect(problemOf(parseWorkMessage(body))).toMatch(/^chain: /);
   });
 
-  it('rejects a body over 16384 bytes before parsing it, and accepts one of exactly 16384', () => {
+  it('rejects a body over 4096 bytes before parsing it, and accepts one of exactly 4096', () => {
     const json = JSON.stringify({ v: 1, kind: 'node' });
     const atLimit = json + ' '.repeat(maxMessageBytes - json.length);
-    expect(maxMessageBytes).toBe(16384);
+    expect(maxMessageBytes).toBe(4096);
     expect(parseWorkMessage(atLimit)).toEqual({ ok: true, message: { v: 1, kind: 'node' } });
     expect(parseWorkMessage(`${atLimit} `)).toEqual({
       ok: false,
-      problem: 'larger than 16384 bytes',
+      problem: 'larger than 4096 bytes',
     });
     expect(parseWorkMessage('x'.repeat(100_000))).toEqual({
       ok: false,
-      problem: 'larger than 16384 bytes',
+      problem: 'larger than 4096 bytes',
     });
   });
 
-  it('counts bytes, not characters: 8200 two-byte characters are too large', () => {
-    const event = {
-      ...failedEvent(),
-      detail: { ...failedEvent().detail, reason: 'é'.repeat(8200) },
-    };
-    const body = JSON.stringify({ v: 1, kind: 'event', event });
-    expect(body.length).toBeLessThan(16384);
-    expect(parseWorkMessage(body)).toEqual({ ok: false, problem: 'larger than 16384 bytes' });
+  it('counts bytes, not characters: 2100 two-byte characters are too large', () => {
+    const body = JSON.stringify({ v: 1, kind: 'node', reason: 'é'.repeat(2100) });
+    expect(body.length).toBeLessThan(4096);
+    expect(parseWorkMessage(body)).toEqual({ ok: false, problem: 'larger than 4096 bytes' });
   });
 
-  it('accepts a queued lifecycle event that matches its schema', () => {
-    const body = JSON.stringify({ v: 1, kind: 'event', event: failedEvent() });
-    expect(parseWorkMessage(body)).toEqual({
+  it('accepts an event message that names a stored lifecycle event by its id', () => {
+    const id = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    expect(parseWorkMessage(JSON.stringify({ v: 1, kind: 'event', id }))).toEqual({
       ok: true,
-      message: { v: 1, kind: 'event', event: failedEvent() },
+      message: { v: 1, kind: 'event', id },
     });
   });
 
-  it('rejects a queued lifecycle event whose detail breaks its schema, naming the field', () => {
-    const event = { ...failedEvent(), detail: { ...failedEvent().detail, terminal: 'no' } };
-    const body = JSON.stringify({ v: 1, kind: 'event', event });
-    expect(problemOf(parseWorkMessage(body))).toMatch(/^event\.detail: terminal: /);
-    const unknown = JSON.stringify({
-      v: 1,
-      kind: 'event',
-      event: { ...event, detailType: 'Nope' },
-    });
-    expect(problemOf(parseWorkMessage(unknown))).toMatch(/^event\.detailType: /);
+  it('rejects an event message that carries the event itself: the queue is not trusted with events', () => {
+    const body = JSON.stringify({ v: 1, kind: 'event', event: failedEvent() });
+    expect(problemOf(parseWorkMessage(body))).toMatch(/event/);
+    const notAnId = JSON.stringify({ v: 1, kind: 'event', id: 'attacker.example.com' });
+    expect(problemOf(parseWorkMessage(notAnId))).toMatch(/^id: /);
+  });
+
+  it('keeps the problem it reports short, whatever the message holds', () => {
+    const body = JSON.stringify({ v: 1, kind: 'node', ['k'.repeat(3000)]: 1 });
+    expect(problemOf(parseWorkMessage(body)).length).toBeLessThanOrEqual(1024);
   });
 
   it.each([

@@ -1,0 +1,173 @@
+import { CreateSubnetCommand, CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
+import type { V1Service } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
+
+let world: RuntimeWorld;
+
+beforeEach(async () => {
+  world = await createRuntimeWorld({
+    tenantPolicy: {
+      rules: [
+        {
+          name: 'tenants',
+          namespaces: ['team-*'],
+          internetFacing: false,
+          certificateArns: ['arn:aws:acm:*:123456789012:certificate/*'],
+          maxLoadBalancerServices: 1,
+          maxListeners: 2,
+        },
+        {
+          name: 'private',
+          namespaceSelector: { matchLabels: { exposure: 'private' } },
+          internetFacing: false,
+        },
+      ],
+      default: {},
+    },
+  });
+});
+
+afterEach(async () => {
+  await world.stop();
+});
+
+async function create(
+  namespace: string,
+  name: string,
+  change: (s: V1Service) => V1Service = (s) => s,
+) {
+  await world.api.createNamespacedService({
+    namespace,
+    body: change(loadBalancerService(name, namespace)),
+  });
+  await world.send({ v: 1, kind: 'service', key: `${namespace}/${name}` });
+}
+
+const annotated =
+  (annotations: Record<string, string>) =>
+  (s: V1Service): V1Service => ({ ...s, metadata: { ...s.metadata, annotations } });
+
+async function warnings(namespace: string, name: string): Promise<string[]> {
+  const events = await world.api.listNamespacedEvent({ namespace });
+  return events.items
+    .filter((e) => e.involvedObject.name === name && e.type === 'Warning')
+    .map((e) => e.message ?? '');
+}
+
+/** The Services (`namespace/name`) that own anything in AWS, from the ownership tags. */
+async function owners(): Promise<string[]> {
+  const lines = await world.aws.ownedResources();
+  return [...new Set(lines.map((line) => /\((.*)\)$/.exec(line)?.[1] ?? line))].sort();
+}
+
+describe('the tenant policy through the runtime (moto + fake API server with the project RBAC)', () => {
+  it('refuses what a namespace may not have with a Warning naming the rule, creates nothing for it, and serves the rest', async () => {
+    world.kube.store.create('namespaces', '', {
+      metadata: { name: 'shop', labels: { exposure: 'private' } },
+    });
+    await create('team-a', 'public', annotated({ [aws('scheme')]: 'internet-facing' }));
+    await create(
+      'team-a',
+      'foreign-cert',
+      annotated({
+        [aws('ssl-cert')]: 'arn:aws:acm:us-east-1:999999999999:certificate/abc',
+      }),
+    );
+    await create('team-a', 'many-ports', (s) => ({
+      ...s,
+      spec: {
+        ...s.spec,
+        ports: [80, 81, 82].map((port) => ({
+          name: `p${port}`,
+          port,
+          protocol: 'TCP',
+          targetPort: port,
+        })),
+      },
+    }));
+    await create('shop', 'storefront', annotated({ [aws('scheme')]: 'internet-facing' }));
+    await create('elsewhere', 'web', annotated({ [aws('scheme')]: 'internet-facing' }));
+    await world.drain();
+
+    expect(await warnings('team-a', 'public')).toEqual([
+      'Error syncing load balancer: tenant policy (namespace team-a, rule "tenants"): internet-facing load balancers are not allowed (internetFacing: false)',
+    ]);
+    expect((await warnings('team-a', 'foreign-cert')).join()).toContain(
+      'rule "tenants"): certificate "arn:aws:acm:us-east-1:999999999999:certificate/abc" is not allowed (certificateArns)',
+    );
+    expect((await warnings('team-a', 'many-ports')).join()).toContain(
+      '3 listeners, more than the 2 allowed (maxListeners)',
+    );
+    expect((await warnings('shop', 'storefront')).join()).toContain(
+      'tenant policy (namespace shop, rule "private"): internet-facing load balancers are not allowed',
+    );
+    expect(await warnings('elsewhere', 'web')).toEqual([]);
+    expect(await owners()).toEqual(['elsewhere/web']);
+    const served = await world.api.readNamespacedService({ name: 'web', namespace: 'elsewhere' });
+    expect(served.status?.loadBalancer?.ingress?.[0]?.hostname).toBeTruthy();
+  });
+
+  it('admits maxLoadBalancerServices per namespace, oldest first, and counts namespaces apart', async () => {
+    await create('team-b', 'first');
+    await world.drain();
+    await create('team-b', 'second');
+    await create('team-c', 'first');
+    await world.drain();
+
+    expect(await warnings('team-b', 'first')).toEqual([]);
+    expect(await warnings('team-b', 'second')).toEqual([
+      'Error syncing load balancer: tenant policy (namespace team-b, rule "tenants"): namespace team-b already has 1 LoadBalancer Services, the most allowed (maxLoadBalancerServices: 1)',
+    ]);
+    expect(await owners()).toEqual(['team-b/first', 'team-c/first']);
+  });
+
+  it('checks annotated subnets: the cluster VPC and no other cluster always, the role tag under a rule', async () => {
+    const ec2 = world.account.client(EC2Client);
+    const otherVpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.1.0.0/16' }));
+    const subnet = async (vpcId: string, cidr: string, tags: Record<string, string>) =>
+      (
+        await ec2.send(
+          new CreateSubnetCommand({
+            VpcId: vpcId,
+            CidrBlock: cidr,
+            AvailabilityZone: 'us-east-1c',
+            TagSpecifications: [
+              {
+                ResourceType: 'subnet',
+                Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
+              },
+            ],
+          }),
+        )
+      ).Subnet?.SubnetId ?? '';
+    const inOtherVpc = await subnet(otherVpc.Vpc?.VpcId ?? '', '10.1.1.0/24', {
+      'kubernetes.io/role/internal-elb': '1',
+    });
+    const otherCluster = await subnet(world.aws.vpcId, '10.0.10.0/24', {
+      'kubernetes.io/role/internal-elb': '1',
+      'kubernetes.io/cluster/someone-else': 'owned',
+    });
+    const untagged = await subnet(world.aws.vpcId, '10.0.11.0/24', { Name: 'no-role' });
+
+    await create('elsewhere', 'other-vpc', annotated({ [aws('subnets')]: inOtherVpc }));
+    await create('elsewhere', 'other-cluster', annotated({ [aws('subnets')]: otherCluster }));
+    // The default rule applies in `elsewhere`: the role tag is required there.
+    await create('elsewhere', 'untagged', annotated({ [aws('subnets')]: untagged }));
+    await world.drain();
+
+    expect((await warnings('elsewhere', 'other-vpc')).join()).toContain(
+      `annotation service.beta.kubernetes.io/aws-load-balancer-subnets: subnet ${inOtherVpc} is in ${otherVpc.Vpc?.VpcId}, not the cluster VPC ${world.aws.vpcId}`,
+    );
+    expect((await warnings('elsewhere', 'other-cluster')).join()).toContain(
+      `subnet ${otherCluster} is tagged for another cluster (kubernetes.io/cluster/someone-else)`,
+    );
+    expect((await warnings('elsewhere', 'untagged')).join()).toContain(
+      `tenant policy (namespace elsewhere, rule "default"): annotation service.beta.kubernetes.io/aws-load-balancer-subnets: ${untagged} not tagged kubernetes.io/role/internal-elb (value "1" or empty), which internal load balancers need (requireSubnetRoleTag)`,
+    );
+    expect(await owners()).toEqual([]);
+  });
+});
