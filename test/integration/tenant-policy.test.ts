@@ -1,7 +1,8 @@
-import { CreateSubnetCommand, CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { V1Service } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadBalancerService } from '../support/kube-objects';
+import { createTaggedSubnet } from '../support/subnets';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
@@ -128,22 +129,8 @@ describe('the tenant policy through the runtime (moto + fake API server with the
   it('checks annotated subnets: the cluster VPC and no other cluster always, the role tag under a rule', async () => {
     const ec2 = world.account.client(EC2Client);
     const otherVpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.1.0.0/16' }));
-    const subnet = async (vpcId: string, cidr: string, tags: Record<string, string>) =>
-      (
-        await ec2.send(
-          new CreateSubnetCommand({
-            VpcId: vpcId,
-            CidrBlock: cidr,
-            AvailabilityZone: 'us-east-1c',
-            TagSpecifications: [
-              {
-                ResourceType: 'subnet',
-                Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
-              },
-            ],
-          }),
-        )
-      ).Subnet?.SubnetId ?? '';
+    const subnet = (vpcId: string, cidr: string, tags: Record<string, string>) =>
+      createTaggedSubnet(ec2, vpcId, cidr, tags);
     const inOtherVpc = await subnet(otherVpc.Vpc?.VpcId ?? '', '10.1.1.0/24', {
       'kubernetes.io/role/internal-elb': '1',
     });

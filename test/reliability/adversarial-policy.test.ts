@@ -1,7 +1,8 @@
-import { CreateSubnetCommand, CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
 import { loadBalancerService } from '../support/kube-objects';
+import { createTaggedSubnet } from '../support/subnets';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
@@ -59,22 +60,8 @@ it('tenant policy violations: each gets a Warning naming the rule and nothing in
   });
   const ec2 = world.account.client(EC2Client);
   const otherVpc = (await ec2.send(new CreateVpcCommand({ CidrBlock: '10.9.0.0/16' }))).Vpc?.VpcId;
-  const subnet = async (vpcId: string, cidr: string, tags: Record<string, string>) =>
-    (
-      await ec2.send(
-        new CreateSubnetCommand({
-          VpcId: vpcId,
-          CidrBlock: cidr,
-          AvailabilityZone: 'us-east-1c',
-          TagSpecifications: [
-            {
-              ResourceType: 'subnet',
-              Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
-            },
-          ],
-        }),
-      )
-    ).Subnet?.SubnetId ?? '';
+  const subnet = (vpcId: string, cidr: string, tags: Record<string, string>) =>
+    createTaggedSubnet(ec2, vpcId, cidr, tags);
   const foreignVpcSubnet = await subnet(otherVpc ?? '', '10.9.1.0/24', {
     'kubernetes.io/role/internal-elb': '1',
   });

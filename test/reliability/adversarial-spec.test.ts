@@ -226,7 +226,7 @@ it('prototype keys in annotations: a terminal Warning each, no TypeError, no hal
   const { problems } = await runCatalogue(
     'adversarial: prototype keys in annotations',
     bad,
-    `${Object.keys(bad).length} Services with Object.prototype names as target-group-attributes keys (hasOwnProperty, constructor, __proto__, toString) and as additional-resource-tags keys (constructor, __proto__)`,
+    `${Object.keys(bad).length} Services with Object.prototype names as target-group-attributes keys (\`hasOwnProperty\`, \`constructor\`, \`__proto__\`, \`toString\`) and as additional-resource-tags keys (\`constructor\`, \`__proto__\`)`,
   );
   expect(problems).toEqual([]);
 }, 240_000);
