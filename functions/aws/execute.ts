@@ -18,6 +18,7 @@ import {
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
   DescribeTargetGroupsCommand,
+  ModifyListenerAttributesCommand,
   ModifyListenerCommand,
   ModifyLoadBalancerAttributesCommand,
   ModifyTargetGroupAttributesCommand,
@@ -100,6 +101,8 @@ class PlanRun {
   private uncheckedTargetGroups: CreatedTargetGroup[] = [];
   private securityGroupId: string | undefined;
   private loadBalancerArn: string | undefined;
+  /** Listeners created in this run, by port: their attributes follow on these ARNs. */
+  private readonly createdListenerArns = new Map<number, string>();
 
   constructor(private readonly request: ExecuteRequest) {
     this.targetGroupArns = { ...request.plan.keptTargetGroups };
@@ -269,7 +272,21 @@ class PlanRun {
             ),
           }),
         );
-        await this.addExtraCertificates(created.Listeners?.[0]?.ListenerArn, listener);
+        const arn = created.Listeners?.[0]?.ListenerArn;
+        if (arn !== undefined) this.createdListenerArns.set(listener.port, arn);
+        await this.addExtraCertificates(arn, listener);
+        return;
+      }
+      case 'modifyListenerAttributes': {
+        const arn = step.arn ?? this.createdListenerArns.get(step.port);
+        if (arn === undefined)
+          throw new InvariantError(`no listener on port ${step.port} for its attributes`);
+        await this.elbv2.send(
+          new ModifyListenerAttributesCommand({
+            ListenerArn: arn,
+            Attributes: Object.entries(step.attributes).map(([Key, Value]) => ({ Key, Value })),
+          }),
+        );
         return;
       }
       case 'modifyListener':
@@ -495,6 +512,7 @@ class PlanRun {
       DefaultActions: [action],
       ...(defaultCertificate ? { Certificates: [{ CertificateArn: defaultCertificate }] } : {}),
       ...(listener.sslPolicy ? { SslPolicy: listener.sslPolicy } : {}),
+      ...(listener.alpnPolicy ? { AlpnPolicy: [listener.alpnPolicy] } : {}),
     };
   }
 
@@ -591,6 +609,8 @@ function describeStep(step: Step): string {
       return `${step.kind === 'addListenerCertificates' ? 'add' : 'remove'} ${step.certificateArns.length} certificates on port ${step.port}`;
     case 'modifyListener':
       return `modify listener ${step.listener.protocol}:${step.listener.port}`;
+    case 'modifyListenerAttributes':
+      return `modify listener attributes on port ${step.port}`;
     case 'deleteTargetGroup':
       return `delete target group ${step.name}`;
     case 'modifyTargetGroup':

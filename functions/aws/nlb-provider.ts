@@ -3,6 +3,7 @@ import {
   DeleteLoadBalancerCommand,
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
+  ModifyLoadBalancerAttributesCommand,
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
@@ -23,7 +24,14 @@ import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
 import { describeChanges, executePlan } from './execute';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
-import { buildDesiredLoadBalancer, limits, schemeOf, type ProviderSettings } from './model/desired';
+import {
+  buildDesiredLoadBalancer,
+  limits,
+  schemeOf,
+  stickinessFromAffinity,
+  type ProviderSettings,
+} from './model/desired';
+import { attributesAnnotation, wantsDeletionProtection } from './model/load-balancer-attributes';
 import { loadBalancerName, ownershipTags, withNamingVersion } from './model/naming';
 import { planChanges } from './model/plan';
 import type { DesiredLoadBalancer } from './model/types';
@@ -119,7 +127,14 @@ export class NlbProvider implements LoadBalancerProvider {
     // Pinned before anything is created, so a failed first sync keeps the names it started with.
     nlb.namingVersion = namingVersionOf(nlb);
     const desired = withNamingVersion(
-      buildDesiredLoadBalancer({ service, hosts, settings: this.settings, options, subnets }),
+      buildDesiredLoadBalancer({
+        service,
+        hosts,
+        settings: this.settings,
+        options,
+        subnets,
+        stickinessFromAffinityApplied: nlb.stickinessFromAffinity,
+      }),
       this.settings.clusterName,
       service,
       nlb.namingVersion,
@@ -135,6 +150,9 @@ export class NlbProvider implements LoadBalancerProvider {
       readTargetGroupAttributes: desired.targetGroups.some(
         (tg) => Object.keys(tg.attributes).length > 0,
       ),
+      readListenerAttributesOf: desired.listeners
+        .filter((l) => Object.keys(l.attributes ?? {}).length > 0)
+        .map((l) => l.port),
     });
     const plan = planChanges(desired, observed, nlb.appliedTagKeys ?? []);
     // State follows what was observed: kept resources are recorded, vanished ones forgotten.
@@ -155,6 +173,9 @@ export class NlbProvider implements LoadBalancerProvider {
         return [key, { arn: tg.arn, name: tg.name, targets: [...(tg.targets ?? [])] }];
       }),
     );
+    // Recorded before the change, so a sync that fails half-way still turns it off later.
+    const stickyForAffinity = stickinessFromAffinity(service, options);
+    if (stickyForAffinity) nlb.stickinessFromAffinity = true;
     if (plan.steps.length > 0) await hooks.beforeChanges?.();
     await executePlan({
       clients: this.clients,
@@ -168,6 +189,7 @@ export class NlbProvider implements LoadBalancerProvider {
         observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
     });
     nlb.appliedTagKeys = Object.keys(desired.tags).sort();
+    if (!stickyForAffinity) delete nlb.stickinessFromAffinity;
     return {
       status: statusOf(nlb.dnsName ?? ''),
       state: toProviderState(nlb),
@@ -247,14 +269,18 @@ export class NlbProvider implements LoadBalancerProvider {
   ): Promise<DeleteResult> {
     const nlb = readNlbState(state);
     const inventory = await this.inventory(service, nlb);
+    if (inventory.loadBalancerArns.length > 0 && wantsDeletionProtection(service)) {
+      // Terminal, not retried: only a change to the Service can lift it, and that re-enqueues.
+      throw Object.assign(
+        new TerminalError(
+          `deletion protection: annotation ${attributesAnnotation} sets deletion_protection.enabled=true, so load balancer ${inventory.loadBalancerArns.join(', ')} is kept; remove that key or set it to false to let the delete finish`,
+        ),
+        { providerState: toProviderState(nlb) },
+      );
+    }
     const remaining: NlbState = {};
     try {
-      for (const arn of inventory.loadBalancerArns) {
-        await ignoreMissing(
-          () => this.clients.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: arn })),
-          'LoadBalancerNotFound',
-        );
-      }
+      for (const arn of inventory.loadBalancerArns) await this.deleteLoadBalancer(arn);
       for (const arn of inventory.targetGroupArns) {
         try {
           await ignoreMissing(
@@ -295,6 +321,29 @@ export class NlbProvider implements LoadBalancerProvider {
       ...(deleted !== undefined ? { loadBalancerId: deleted } : {}),
       ...(stillThere ? { requeueAfterSeconds: stillInUseRetrySeconds } : {}),
     };
+  }
+
+  /**
+   * Deletes one NLB. AWS refuses while deletion protection is on (OperationNotPermitted); the
+   * Service no longer asks for it here (checked before), so protection an earlier sync set is
+   * turned off and the delete tried once more. Costs nothing extra while protection is off.
+   */
+  private async deleteLoadBalancer(arn: string): Promise<void> {
+    const send = () =>
+      this.clients.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: arn }));
+    try {
+      await ignoreMissing(send, 'LoadBalancerNotFound');
+    } catch (error) {
+      if (!isAwsError(error, 'OperationNotPermitted', 'OperationNotPermittedException'))
+        throw error;
+      await this.clients.elbv2.send(
+        new ModifyLoadBalancerAttributesCommand({
+          LoadBalancerArn: arn,
+          Attributes: [{ Key: 'deletion_protection.enabled', Value: 'false' }],
+        }),
+      );
+      await ignoreMissing(send, 'LoadBalancerNotFound');
+    }
   }
 
   /**

@@ -16,6 +16,8 @@ export interface NlbState {
   deletedLoadBalancerArn?: string;
   /** Tag keys applied by earlier syncs: the only ones a sync may remove again. */
   appliedTagKeys?: string[];
+  /** Stickiness turned on for spec.sessionAffinity ClientIP: turned off again when affinity goes. */
+  stickinessFromAffinity?: boolean;
   /** How this Service's resources are named (model/naming.ts); absent before versions existed. */
   namingVersion?: NamingVersion;
 }

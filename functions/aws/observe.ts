@@ -4,6 +4,7 @@ import {
   type SecurityGroup,
 } from '@aws-sdk/client-ec2';
 import {
+  DescribeListenerAttributesCommand,
   DescribeListenerCertificatesCommand,
   DescribeListenersCommand,
   DescribeLoadBalancerAttributesCommand,
@@ -45,6 +46,8 @@ export interface ObserveRequest {
   readonly state: NlbState;
   readonly readLoadBalancerAttributes: boolean;
   readonly readTargetGroupAttributes: boolean;
+  /** Ports of the listeners whose attributes we manage: only these are read. */
+  readonly readListenerAttributesOf?: readonly number[] | undefined;
 }
 
 /**
@@ -137,6 +140,10 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
             ? await listenerCertificates(request, listenerArn)
             : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
         sslPolicy: l.SslPolicy,
+        alpnPolicy: l.AlpnPolicy?.[0],
+        attributes: request.readListenerAttributesOf?.includes(l.Port ?? 0)
+          ? await listenerAttributes(request, listenerArn)
+          : undefined,
       });
     }
     observedLb = {
@@ -277,6 +284,13 @@ async function registeredTargets(request: ObserveRequest, arn: string): Promise<
 async function targetGroupAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
   const found = await call('describe target group attributes', () =>
     request.clients.elbv2.send(new DescribeTargetGroupAttributesCommand({ TargetGroupArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function listenerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await call('describe listener attributes', () =>
+    request.clients.elbv2.send(new DescribeListenerAttributesCommand({ ListenerArn: arn })),
   );
   return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
 }

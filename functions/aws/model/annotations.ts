@@ -2,6 +2,7 @@ import { clipped, joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Service } from '../../core/objects';
 import { annotationSizeProblems } from '../../core/service-limits';
+import { attributeAliases, loadBalancerAttributeRules } from './load-balancer-attributes';
 import { tagProblems } from './tag-rules';
 import type { HealthCheckProtocol, Scheme } from './types';
 
@@ -22,7 +23,10 @@ export interface LoadBalancerOptions {
     unhealthyThreshold?: number;
     successCodes?: string;
   };
-  crossZone?: boolean;
+  /** From the attributes annotation: the only load balancer attributes reconciled, with the aliases. */
+  loadBalancerAttributes?: Map<string, string>;
+  /** From the legacy one-attribute annotations, by attribute key. */
+  loadBalancerAttributeAliases?: Map<string, { annotation: string; value: string }>;
   /** Without a prototype, so no user key can reach Object.prototype. */
   additionalTags: Record<string, string>;
   /** Without a prototype, so no user key can reach Object.prototype. */
@@ -37,6 +41,10 @@ export interface LoadBalancerOptions {
   privateIPv4Addresses?: string[];
   /** From the legacy annotation; spec.loadBalancerSourceRanges wins when set. */
   sourceRanges?: string[];
+  /** ALPN policy of the TLS listeners; undefined leaves AWS's value alone. */
+  alpnPolicy?: AlpnPolicy;
+  /** Listener attributes by `<PROTOCOL>-<PORT>`; a key absent here is not reconciled. */
+  listenerAttributes?: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 export type Mutability =
@@ -54,7 +62,9 @@ export interface AnnotationDefinition {
   readonly mutability: Mutability;
   readonly description: string;
   /** Applies the value to the options; returns an error message when the value is invalid. */
-  readonly apply: (value: string, options: LoadBalancerOptions) => string | undefined;
+  readonly apply: (value: string, options: LoadBalancerOptions, name: string) => string | undefined;
+  /** Set when the name ends in a part the user chooses: every annotation under this prefix. */
+  readonly namePrefix?: string;
 }
 
 const awsName = (suffix: string) => `${awsPrefix}${suffix}`;
@@ -101,6 +111,47 @@ const booleanValue = (value: string): boolean | undefined =>
  * API reference lists for Network Load Balancer target groups (TargetGroupAttribute). A Map, so
  * a key such as `constructor` or `hasOwnProperty` is simply not found.
  */
+/** The ALPN policies ELBv2 accepts on TLS listeners, spelled as the API spells them. */
+export const alpnPolicies = [
+  'HTTP1Only',
+  'HTTP2Only',
+  'HTTP2Optional',
+  'HTTP2Preferred',
+  'None',
+] as const;
+export type AlpnPolicy = (typeof alpnPolicies)[number];
+
+const isAlpnPolicy = (value: string): value is AlpnPolicy =>
+  (alpnPolicies as readonly string[]).includes(value);
+
+/**
+ * Listener attributes of Network Load Balancers (ELBv2 API reference, ListenerAttribute), with
+ * the listener protocols AWS allows each on: the TCP idle timeout cannot be changed on TLS
+ * listeners, and UDP listeners have no attributes.
+ */
+const listenerAttributeRules = new Map<
+  string,
+  { readonly valid: (v: string) => boolean; readonly rule: string; readonly protocols: string[] }
+>([
+  [
+    'tcp.idle_timeout.seconds',
+    {
+      valid: (v) => integerIn(v, 60, 6000) !== undefined,
+      rule: 'a whole number of seconds from 60 to 6000',
+      protocols: ['TCP'],
+    },
+  ],
+]);
+
+const listenerAttributesPrefix = `${awsPrefix}listener-attributes.`;
+
+/** `<PROTOCOL>-<PORT>` as aws-load-balancer-controller writes it: the listener's protocol, upper case. */
+function listenerSuffix(suffix: string): { protocol: string; port: number } | undefined {
+  const match = /^(TCP|UDP|TLS|TCP_UDP)-(\d{1,5})$/.exec(suffix);
+  const port = match?.[2] === undefined ? undefined : integerIn(match[2], 1, 65535);
+  return match?.[1] === undefined || port === undefined ? undefined : { protocol: match[1], port };
+}
+
 const targetGroupAttributeRules = new Map<string, (v: string) => boolean>([
   ['preserve_client_ip.enabled', (v) => booleanValue(v) !== undefined],
   ['proxy_protocol_v2.enabled', (v) => booleanValue(v) !== undefined],
@@ -113,6 +164,30 @@ const targetGroupAttributeRules = new Map<string, (v: string) => boolean>([
     (v) => ['true', 'false', 'use_load_balancer_configuration'].includes(v),
   ],
 ]);
+
+/**
+ * A legacy annotation that sets one load balancer attribute: same value rules, and a terminal
+ * error when it disagrees with the attributes annotation (checked when both are known).
+ */
+function attributeAlias(suffix: string, description: string): AnnotationDefinition {
+  const name = awsName(suffix);
+  const key = attributeAliases.get(name) ?? '';
+  const rule = loadBalancerAttributeRules.get(key) ?? (() => false);
+  return {
+    name,
+    values: key.endsWith('.enabled') ? '`true` | `false`' : `as \`${key}\``,
+    default: 'AWS default, not reconciled while unset',
+    mutability: 'in place',
+    description: `${description} Alias of \`${key}\` in the attributes annotation; the two must agree.`,
+    apply: (value, o) => {
+      if (!rule(value))
+        return key.endsWith('.enabled') ? 'must be "true" or "false"' : `invalid value for ${key}`;
+      o.loadBalancerAttributeAliases ??= new Map();
+      o.loadBalancerAttributeAliases.set(key, { annotation: name, value });
+      return undefined;
+    },
+  };
+}
 
 export const annotationRegistry: readonly AnnotationDefinition[] = [
   {
@@ -266,18 +341,30 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
-    name: awsName('cross-zone-load-balancing-enabled'),
-    values: '`true` | `false`',
-    default: 'AWS default (off), not reconciled while unset',
+    name: awsName('attributes'),
+    values: `\`key=value,...\` with keys ${[...loadBalancerAttributeRules.keys()]
+      .map((k) => `\`${k}\``)
+      .join(', ')}`,
+    default: 'AWS defaults, not reconciled while unset',
     mutability: 'in place',
-    description: 'Load balancing across Availability Zones.',
+    description:
+      'Load balancer attributes. Only the keys listed are reconciled: a key removed from the list keeps the value it had. With `deletion_protection.enabled=true` deleting the Service (or dropping its LoadBalancer type) stops with a Warning and keeps the NLB and the finalizer until the annotation is removed or set to `false`. `access_logs.s3.enabled=true` needs `access_logs.s3.bucket`.',
     apply: (value, o) => {
-      const b = booleanValue(value);
-      if (b === undefined) return 'must be "true" or "false"';
-      o.crossZone = b;
+      const attributes = keyValues(value);
+      if (typeof attributes === 'string') return attributes;
+      for (const [key, attributeValue] of attributes) {
+        const rule = loadBalancerAttributeRules.get(key);
+        if (rule === undefined) return `unsupported attribute ${quoted(key)}`;
+        if (!rule(attributeValue)) return `invalid value ${quoted(attributeValue)} for ${key}`;
+      }
+      o.loadBalancerAttributes = attributes;
       return undefined;
     },
   },
+  attributeAlias('cross-zone-load-balancing-enabled', 'Load balancing across Availability Zones.'),
+  attributeAlias('access-log-enabled', 'Access logs to S3 (needs a bucket).'),
+  attributeAlias('access-log-s3-bucket-name', 'S3 bucket of the access logs.'),
+  attributeAlias('access-log-s3-bucket-prefix', 'Prefix of the access logs in their bucket.'),
   {
     name: awsName('additional-resource-tags'),
     values:
@@ -388,6 +475,54 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
+    name: awsName('alpn-policy'),
+    values: alpnPolicies.map((p) => `\`${p}\``).join(' | '),
+    default: 'AWS default (`None`), not reconciled while unset',
+    mutability: 'in place',
+    description:
+      'ALPN policy of the TLS listeners (those the `ssl-ports` annotation selects); other listeners ignore it, as in aws-load-balancer-controller.',
+    apply: (value, o) => {
+      if (!isAlpnPolicy(value)) return `must be one of ${joinOr(alpnPolicies)}`;
+      o.alpnPolicy = value;
+      return undefined;
+    },
+  },
+  {
+    name: `${listenerAttributesPrefix}<PROTOCOL>-<PORT>`,
+    namePrefix: listenerAttributesPrefix,
+    values: `\`key=value,...\` with keys ${[...listenerAttributeRules]
+      .map(([key, r]) => `\`${key}\` (${r.rule}; ${r.protocols.join(', ')} listeners)`)
+      .join(', ')}`,
+    default: 'AWS defaults, not reconciled while unset',
+    mutability: 'in place',
+    description:
+      'Attributes of one listener, named by its protocol (`TCP`, `UDP`, `TLS` or `TCP_UDP`, as the listener has it) and port, e.g. `…listener-attributes.TCP-80: tcp.idle_timeout.seconds=600`. A protocol and port the Service has no listener for is an error.',
+    apply: (value, o, name) => {
+      const listener = listenerSuffix(name.slice(listenerAttributesPrefix.length));
+      if (listener === undefined) {
+        return 'the name must end in <PROTOCOL>-<PORT>, with TCP, UDP, TLS or TCP_UDP and a port from 1 to 65535';
+      }
+      const attributes = keyValues(value);
+      if (typeof attributes === 'string') return attributes;
+      if (attributes.size === 0) return 'must list at least one key=value';
+      for (const [key, attributeValue] of attributes) {
+        const rule = listenerAttributeRules.get(key);
+        if (rule === undefined) return `unsupported attribute ${quoted(key)}`;
+        if (!rule.valid(attributeValue)) {
+          return `invalid value ${quoted(attributeValue)} for ${key}: must be ${rule.rule}`;
+        }
+        if (!rule.protocols.includes(listener.protocol)) {
+          return `AWS allows ${key} only on ${rule.protocols.join(', ')} listeners`;
+        }
+      }
+      o.listenerAttributes = new Map([
+        ...(o.listenerAttributes ?? []),
+        [`${listener.protocol}-${listener.port}`, bareRecord(attributes)],
+      ]);
+      return undefined;
+    },
+  },
+  {
     name: awsName('eip-allocations'),
     values: 'comma-separated Elastic IP allocation IDs, one per subnet',
     default: 'none (AWS-assigned addresses)',
@@ -459,6 +594,16 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
 ];
 
 const byName = new Map(annotationRegistry.map((definition) => [definition.name, definition]));
+const byPrefix = annotationRegistry.filter((definition) => definition.namePrefix !== undefined);
+
+/** The definition of an annotation: by its exact name, or by the prefix of a suffixed one. */
+function definitionOf(name: string): AnnotationDefinition | undefined {
+  return byName.get(name) ?? byPrefix.find((d) => name.startsWith(d.namePrefix ?? '\0'));
+}
+
+function joinOr(items: readonly string[]): string {
+  return `${items.slice(0, -1).join(', ')} or ${items.at(-1) ?? ''}`;
+}
 
 /**
  * Parses and validates the Service's load balancer annotations. Unknown annotations under the
@@ -483,14 +628,14 @@ export function parseAnnotations(service: Service): LoadBalancerOptions {
   const names = Object.keys(annotations).sort((a, b) => order(a) - order(b) || a.localeCompare(b));
   for (const name of names) {
     const value = annotations[name] ?? '';
-    const definition = byName.get(name);
+    const definition = definitionOf(name);
     if (definition === undefined) {
       if (name.startsWith(awsPrefix)) {
         problems.push(`annotation ${clipped(name, annotationNameChars)} is not supported`);
       }
       continue;
     }
-    const problem = definition.apply(value.trim(), options);
+    const problem = definition.apply(value.trim(), options, name);
     if (problem !== undefined)
       problems.push(`annotation ${name}: invalid value ${quoted(value)}: ${problem}`);
   }

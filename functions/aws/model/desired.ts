@@ -4,6 +4,7 @@ import type { Host } from '../../core/hosts';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
 import type { Service } from '../../core/objects';
 import type { LoadBalancerOptions } from './annotations';
+import { mergeLoadBalancerAttributes } from './load-balancer-attributes';
 import { loadBalancerName, resourceTags, securityGroupName, targetGroupName } from './naming';
 import { sourceRanges } from './source-ranges';
 import { awsTagLimits, maxExtraTags, ownTagCount } from './tag-rules';
@@ -37,6 +38,8 @@ export interface DesiredInput {
   readonly settings: ProviderSettings;
   readonly options: LoadBalancerOptions;
   readonly subnets: readonly SubnetRef[];
+  /** Whether the last sync turned stickiness on for spec.sessionAffinity (provider state). */
+  readonly stickinessFromAffinityApplied?: boolean | undefined;
 }
 
 /** AWS quotas the model must respect (not adjustable, or adjustable only on request). */
@@ -65,6 +68,13 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
     collect(problems, () => tlsPortNumbers(service, options, ports)) ?? new Set<number>();
   const cidrs = collect(problems, () => sourceRanges(service, options)) ?? [];
   const subnetMappings = collect(problems, () => mappings(input, scheme)) ?? [];
+  const loadBalancerAttributes =
+    collect(problems, () =>
+      mergeLoadBalancerAttributes(
+        options.loadBalancerAttributes ?? new Map(),
+        options.loadBalancerAttributeAliases ?? new Map(),
+      ),
+    ) ?? {};
   const targets = [...new Set(input.hosts.map((host) => host.instanceId))].sort();
   if (targets.length > limits.targetsPerTargetGroup) {
     problems.push(
@@ -95,20 +105,26 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
       port: port.nodePort,
       healthCheck: healthCheckFor(service, options, protocol),
       attributes: {
+        ...stickinessFor(input, tls || protocol === 'TLS'),
         ...options.targetGroupAttributes,
         ...(options.proxyProtocol ? { 'proxy_protocol_v2.enabled': 'true' } : {}),
       },
       tags: resourceTags(settings.clusterName, service, `target-group:${key}`, extraTags),
       targets,
     });
+    const listenerProtocol = tls ? 'TLS' : port.protocol;
+    const listenerAttributes = options.listenerAttributes?.get(`${listenerProtocol}-${port.port}`);
     listeners.push({
       port: port.port,
-      protocol: tls ? 'TLS' : port.protocol,
+      protocol: listenerProtocol,
       targetGroupKey: key,
       certificateArns: tls ? options.certificateArns : [],
       sslPolicy: tls ? (options.sslPolicy ?? settings.defaultSslPolicy) : undefined,
+      alpnPolicy: tls ? options.alpnPolicy : undefined,
+      ...(listenerAttributes !== undefined ? { attributes: { ...listenerAttributes } } : {}),
     });
   }
+  problems.push(...unknownListenerProblems(options, listeners));
   // Counted before any rule is built: ranges × listeners can run to millions (issue 19).
   const ruleCount = ingressRuleCount(listeners, cidrs.length);
   if (ruleCount > limits.inboundRulesPerSecurityGroup) {
@@ -130,14 +146,49 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
       tags: resourceTags(settings.clusterName, service, 'security-group', extraTags),
     },
     backendSecurityGroupId: settings.backendSecurityGroupId,
-    attributes:
-      options.crossZone === undefined
-        ? {}
-        : { 'load_balancing.cross_zone.enabled': String(options.crossZone) },
+    attributes: loadBalancerAttributes,
     tags: resourceTags(settings.clusterName, service, 'load-balancer', extraTags),
     listeners,
     targetGroups,
   };
+}
+
+/** The target-group-attributes annotation decides stickiness once it names any stickiness key. */
+function annotatesStickiness(options: LoadBalancerOptions): boolean {
+  return Object.keys(options.targetGroupAttributes).some((key) => key.startsWith('stickiness.'));
+}
+
+/** Whether spec.sessionAffinity asks for stickiness that the annotation leaves to us. */
+export function stickinessFromAffinity(service: Service, options: LoadBalancerOptions): boolean {
+  return service.spec?.sessionAffinity === 'ClientIP' && !annotatesStickiness(options);
+}
+
+/**
+ * spec.sessionAffinity ClientIP as NLB source-IP stickiness, as kube-proxy keeps a client on one
+ * endpoint. AWS refuses stickiness with TLS listeners, so those ports go without. Once applied,
+ * going back to None must turn it off again: the key is reconciled only while we own it.
+ */
+function stickinessFor(input: DesiredInput, tls: boolean): Record<string, string> {
+  if (stickinessFromAffinity(input.service, input.options)) {
+    return tls ? {} : { 'stickiness.enabled': 'true', 'stickiness.type': 'source_ip' };
+  }
+  return input.stickinessFromAffinityApplied === true && !annotatesStickiness(input.options)
+    ? { 'stickiness.enabled': 'false' }
+    : {};
+}
+
+/** Listener attributes are keyed by protocol and port: one the Service lacks would be lost. */
+function unknownListenerProblems(
+  options: LoadBalancerOptions,
+  listeners: readonly DesiredListener[],
+): string[] {
+  const names = listeners.map((l) => `${l.protocol}-${l.port}`);
+  return [...(options.listenerAttributes?.keys() ?? [])]
+    .filter((name) => !names.includes(name))
+    .map((name) => {
+      const [protocol, port] = name.split(/-(?=\d+$)/);
+      return `annotation service.beta.kubernetes.io/aws-load-balancer-listener-attributes.${name}: the Service has no ${protocol ?? ''} listener on port ${port ?? ''} (its listeners: ${names.join(', ') || 'none'})`;
+    });
 }
 
 function collect<T>(problems: string[], build: () => T): T | undefined {

@@ -48,6 +48,13 @@ export type Step =
   | { readonly kind: 'createListener'; readonly listener: DesiredListener }
   | { readonly kind: 'modifyListener'; readonly arn: string; readonly listener: DesiredListener }
   | { readonly kind: 'deleteListener'; readonly arn: string; readonly port: number }
+  /** `arn` undefined: the listener this plan creates on `port`. */
+  | {
+      readonly kind: 'modifyListenerAttributes';
+      readonly arn: string | undefined;
+      readonly port: number;
+      readonly attributes: Tags;
+    }
   /** Certificates besides the default (SNI), added to or removed from an existing listener. */
   | {
       readonly kind: 'addListenerCertificates' | 'removeListenerCertificates';
@@ -192,6 +199,15 @@ export function planChanges(
     const found = existingListeners.find((l) => l.port === listener.port);
     if (found === undefined) {
       listeners.push({ kind: 'createListener', listener });
+      // CreateListener takes no attributes: they follow on the new listener's ARN.
+      if (Object.keys(listener.attributes ?? {}).length > 0) {
+        listeners.push({
+          kind: 'modifyListenerAttributes',
+          arn: undefined,
+          port: listener.port,
+          attributes: listener.attributes ?? {},
+        });
+      }
       continue;
     }
     const target = desiredTargetGroupArn(listener.targetGroupKey);
@@ -204,8 +220,19 @@ export function planChanges(
       target !== undefined &&
       found.targetGroupArn === target &&
       foundDefault === wantedDefault &&
-      (listener.protocol !== 'TLS' || found.sslPolicy === listener.sslPolicy);
+      (listener.protocol !== 'TLS' || found.sslPolicy === listener.sslPolicy) &&
+      // Only a policy the Service sets is reconciled.
+      (listener.alpnPolicy === undefined || found.alpnPolicy === listener.alpnPolicy);
     if (!same) listeners.push({ kind: 'modifyListener', arn: found.arn, listener });
+    const attributes = changedEntries(listener.attributes ?? {}, found.attributes ?? {});
+    if (Object.keys(attributes).length > 0) {
+      listeners.push({
+        kind: 'modifyListenerAttributes',
+        arn: found.arn,
+        port: listener.port,
+        attributes,
+      });
+    }
     const add = wantedOthers.filter((c) => !foundOthers.includes(c));
     const remove = foundOthers.filter((c) => !wantedOthers.includes(c) && c !== wantedDefault);
     const certificates = { arn: found.arn, port: listener.port };

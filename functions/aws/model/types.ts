@@ -63,6 +63,10 @@ export interface DesiredListener {
   readonly targetGroupKey: string;
   readonly certificateArns: readonly string[];
   readonly sslPolicy?: string | undefined;
+  /** TLS listeners only; undefined leaves the listener's policy as it is. */
+  readonly alpnPolicy?: string | undefined;
+  /** Only the listener attributes we manage; others are left as they are. */
+  readonly attributes?: Tags | undefined;
 }
 
 export interface DesiredSecurityGroup {
@@ -107,6 +111,9 @@ export interface ObservedListener {
   readonly targetGroupArn?: string | undefined;
   readonly certificateArns: readonly string[];
   readonly sslPolicy?: string | undefined;
+  readonly alpnPolicy?: string | undefined;
+  /** Only read for listeners whose attributes we manage. */
+  readonly attributes?: Tags | undefined;
 }
 
 export interface ObservedSecurityGroup {

@@ -271,6 +271,7 @@ const elbResourceFields: Readonly<Record<string, string>> = {
   RegisterTargets: 'TargetGroupArn',
   DeregisterTargets: 'TargetGroupArn',
   ModifyListener: 'ListenerArn',
+  ModifyListenerAttributes: 'ListenerArn',
   DeleteListener: 'ListenerArn',
   AddListenerCertificates: 'ListenerArn',
   RemoveListenerCertificates: 'ListenerArn',

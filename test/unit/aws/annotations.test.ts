@@ -16,6 +16,11 @@ const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-rang
 const acmArn = 'arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d';
 const iamArn = 'arn:aws:iam::123456789012:server-certificate/legacy-cert';
 
+/** The options a legacy one-attribute annotation gives. */
+const aliased = (suffix: string, key: string, value: string): Partial<LoadBalancerOptions> => ({
+  loadBalancerAttributeAliases: new Map([[key, { annotation: aws(suffix), value }]]),
+});
+
 /** What parseAnnotations returns for a Service without annotations. */
 const defaults = (): LoadBalancerOptions => ({
   healthCheck: {},
@@ -67,8 +72,48 @@ const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
   [aws('healthcheck-success-codes'), '200', { healthCheck: { successCodes: '200' } }],
   [aws('healthcheck-success-codes'), '200-399', { healthCheck: { successCodes: '200-399' } }],
   [aws('healthcheck-success-codes'), '200,204', { healthCheck: { successCodes: '200,204' } }],
-  [aws('cross-zone-load-balancing-enabled'), 'true', { crossZone: true }],
-  [aws('cross-zone-load-balancing-enabled'), 'false', { crossZone: false }],
+  [
+    aws('cross-zone-load-balancing-enabled'),
+    'true',
+    aliased('cross-zone-load-balancing-enabled', 'load_balancing.cross_zone.enabled', 'true'),
+  ],
+  [
+    aws('cross-zone-load-balancing-enabled'),
+    'false',
+    aliased('cross-zone-load-balancing-enabled', 'load_balancing.cross_zone.enabled', 'false'),
+  ],
+  [
+    aws('access-log-enabled'),
+    'true',
+    aliased('access-log-enabled', 'access_logs.s3.enabled', 'true'),
+  ],
+  [
+    aws('access-log-s3-bucket-name'),
+    'my-logs.example',
+    aliased('access-log-s3-bucket-name', 'access_logs.s3.bucket', 'my-logs.example'),
+  ],
+  [
+    aws('access-log-s3-bucket-prefix'),
+    'nlb/prod',
+    aliased('access-log-s3-bucket-prefix', 'access_logs.s3.prefix', 'nlb/prod'),
+  ],
+  [
+    aws('attributes'),
+    'deletion_protection.enabled=true, access_logs.s3.enabled=true,access_logs.s3.bucket=logs,access_logs.s3.prefix=p,load_balancing.cross_zone.enabled=false,dns_record.client_routing_policy=availability_zone_affinity,ipv6.deny_all_igw_traffic=true,zonal_shift.config.enabled=true,secondary_ips.auto_assigned.per_subnet=2',
+    {
+      loadBalancerAttributes: new Map([
+        ['deletion_protection.enabled', 'true'],
+        ['access_logs.s3.enabled', 'true'],
+        ['access_logs.s3.bucket', 'logs'],
+        ['access_logs.s3.prefix', 'p'],
+        ['load_balancing.cross_zone.enabled', 'false'],
+        ['dns_record.client_routing_policy', 'availability_zone_affinity'],
+        ['ipv6.deny_all_igw_traffic', 'true'],
+        ['zonal_shift.config.enabled', 'true'],
+        ['secondary_ips.auto_assigned.per_subnet', '2'],
+      ]),
+    },
+  ],
   [
     aws('additional-resource-tags'),
     'team=web, env = prod,note=a=b',
@@ -103,6 +148,13 @@ const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
     aws('ssl-negotiation-policy'),
     'ELBSecurityPolicy-TLS13-1-2-2021-06',
     { sslPolicy: 'ELBSecurityPolicy-TLS13-1-2-2021-06' },
+  ],
+  [aws('alpn-policy'), 'HTTP2Preferred', { alpnPolicy: 'HTTP2Preferred' }],
+  [aws('alpn-policy'), 'None', { alpnPolicy: 'None' }],
+  [
+    aws('listener-attributes.TCP-8080'),
+    'tcp.idle_timeout.seconds=6000',
+    { listenerAttributes: new Map([['TCP-8080', { 'tcp.idle_timeout.seconds': '6000' }]]) },
   ],
   [aws('backend-protocol'), 'ssl', { backendProtocol: 'ssl' }],
   [aws('backend-protocol'), 'tcp', { backendProtocol: 'tcp' }],
@@ -174,6 +226,15 @@ const invalidCases: [string, string][] = [
   [aws('healthcheck-success-codes'), '399-200'],
   [aws('cross-zone-load-balancing-enabled'), 'yes'],
   [aws('cross-zone-load-balancing-enabled'), 'True'],
+  [aws('access-log-enabled'), 'yes'],
+  [aws('access-log-s3-bucket-name'), 'My_Bucket'],
+  [aws('access-log-s3-bucket-prefix'), 'x/AWSLogs'],
+  [aws('attributes'), 'idle_timeout.timeout_seconds=60'],
+  [aws('attributes'), 'deletion_protection.enabled=yes'],
+  [aws('attributes'), 'dns_record.client_routing_policy=nearest'],
+  [aws('attributes'), 'secondary_ips.auto_assigned.per_subnet=8'],
+  [aws('attributes'), 'access_logs.s3.bucket=ab'],
+  [aws('attributes'), '__proto__=true'],
   [aws('additional-resource-tags'), 'team'],
   [aws('additional-resource-tags'), '=web'],
   [aws('additional-resource-tags'), 'aws:owner=me'],
@@ -182,6 +243,10 @@ const invalidCases: [string, string][] = [
   [aws('additional-resource-tags'), `${'k'.repeat(129)}=v`],
   [aws('additional-resource-tags'), `k=${'v'.repeat(257)}`],
   [aws('target-group-attributes'), 'slow_start.duration_seconds=30'],
+  [aws('alpn-policy'), 'HTTP2'],
+  [aws('listener-attributes.TCP-80'), 'tcp.idle_timeout.seconds=30'],
+  [aws('listener-attributes.TLS-443'), 'tcp.idle_timeout.seconds=600'],
+  [aws('listener-attributes.TCP80'), 'tcp.idle_timeout.seconds=600'],
   [aws('target-group-attributes'), 'stickiness.type=lb_cookie'],
   [aws('target-group-attributes'), 'deregistration_delay.timeout_seconds=3601'],
   [aws('target-group-attributes'), 'preserve_client_ip.enabled'],
@@ -296,7 +361,11 @@ describe('annotation registry (drives the user docs)', () => {
 
   // Keep the tables above in step with the registry: a new annotation needs its own rows.
   const untested = (tested: readonly string[]) =>
-    annotationRegistry.map((d) => d.name).filter((name) => !tested.includes(name));
+    annotationRegistry
+      .filter(
+        (d) => !tested.some((name) => name === d.name || name.startsWith(d.namePrefix ?? '\0')),
+      )
+      .map((d) => d.name);
 
   it('every registered annotation has a valid-value row', () => {
     expect(untested(validCases.map(([name]) => name))).toEqual([]);
