@@ -32,7 +32,9 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
     return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0, failingServices: 0 };
   const now = ctx.base.clock.now().getTime();
   const items = await ctx.store.listServiceItems();
-  const pass = await startResyncPass(ctx);
+  // Read once: the pass ids and the orphan markers further down live on the same item.
+  const sweepItem = await ctx.store.getItem(sweepLease);
+  const pass = await startResyncPass(ctx, sweepItem);
   const messages: WorkMessage[] = [];
   let redriven = 0;
   for (const item of items) {
@@ -59,7 +61,6 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   ctx.metrics.count('FailingServices', failingServices);
 
   const known = new Set(items.flatMap((item) => (item.uid ? [item.uid] : [])));
-  const sweepItem = await ctx.store.getItem(sweepLease);
   let orphansSeen = 0;
   let orphansDeleted = 0;
   for (const [uid, service] of await ctx.provider.ownersInCluster()) {
@@ -112,8 +113,10 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
  * `resync` (a full sync ignoring the checkpoint) only for this run or the one before it, whose
  * retries may still be on their way.
  */
-async function startResyncPass(ctx: RuntimeContext): Promise<string> {
-  const before = await ctx.store.getItem(sweepLease);
+async function startResyncPass(
+  ctx: RuntimeContext,
+  before: Record<string, unknown> | undefined,
+): Promise<string> {
   const pass = randomUUID();
   await ctx.store.setAttributes(sweepLease, {
     resyncPass: pass,
