@@ -37,13 +37,14 @@ import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
 import type { Plan, ResourceRef, Step } from './model/plan';
 import { ownershipOf, resourceTags } from './model/naming';
-import type {
-  DesiredListener,
-  DesiredLoadBalancer,
-  DesiredTargetGroup,
-  HealthCheck,
-  IngressRule,
-  Tags,
+import {
+  peerKind,
+  type DesiredListener,
+  type DesiredLoadBalancer,
+  type DesiredTargetGroup,
+  type HealthCheck,
+  type IngressRule,
+  type Tags,
 } from './model/types';
 import { describeElbv2Tags, sortByOwnership, tagsOf } from './ownership';
 import { toProviderState, type NlbState } from './nlb-state';
@@ -569,12 +570,25 @@ export function permissionsOf(rules: readonly IngressRule[]): IpPermission[] {
       IpProtocol: rule.protocol,
       FromPort: rule.fromPort,
       ToPort: rule.toPort,
-      IpRanges: [],
     };
-    permission.IpRanges?.push({ CidrIp: rule.cidr });
+    addPeer(permission, rule.cidr);
     grouped.set(key, permission);
   }
   return [...grouped.values()];
+}
+
+/** Puts a rule's peer in the list EC2 keeps it in: IPv4 range, IPv6 range or prefix list. */
+function addPeer(permission: IpPermission, peer: string): void {
+  switch (peerKind(peer)) {
+    case 'prefix-list':
+      (permission.PrefixListIds ??= []).push({ PrefixListId: peer });
+      return;
+    case 'ipv6':
+      (permission.Ipv6Ranges ??= []).push({ CidrIpv6: peer });
+      return;
+    case 'ipv4':
+      (permission.IpRanges ??= []).push({ CidrIp: peer });
+  }
 }
 
 export function tagList(tags: Tags): { Key: string; Value: string }[] {

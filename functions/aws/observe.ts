@@ -331,12 +331,17 @@ export function rulesOf(permissions: readonly IpPermission[]): IngressRule[] {
   for (const permission of permissions) {
     const protocol = permission.IpProtocol;
     if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'icmp') continue;
-    for (const range of permission.IpRanges ?? []) {
+    const peers = [
+      ...(permission.IpRanges ?? []).map((range) => range.CidrIp ?? ''),
+      ...(permission.Ipv6Ranges ?? []).map((range) => range.CidrIpv6 ?? ''),
+      ...(permission.PrefixListIds ?? []).map((list) => list.PrefixListId ?? ''),
+    ];
+    for (const cidr of peers) {
       rules.push({
         protocol,
         fromPort: permission.FromPort ?? 0,
         toPort: permission.ToPort ?? 0,
-        cidr: range.CidrIp ?? '',
+        cidr,
       });
     }
   }

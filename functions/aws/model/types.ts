@@ -32,14 +32,22 @@ export interface SubnetMapping {
   readonly privateIPv4Address?: string | undefined;
 }
 
-/** One inbound security group rule: a protocol and port (or ICMP type/code) open to one CIDR. */
+/** One inbound security group rule: a protocol and port (or ICMP type/code) open to one peer. */
 export interface IngressRule {
   readonly protocol: 'tcp' | 'udp' | 'icmp';
   /** The port, or for ICMP the type. */
   readonly fromPort: number;
   /** The port, or for ICMP the code. */
   readonly toPort: number;
+  /** The peer: an IPv4 CIDR, an IPv6 CIDR or a managed prefix list ID (`pl-…`); see peerKind. */
   readonly cidr: string;
+}
+
+export type PeerKind = 'ipv4' | 'ipv6' | 'prefix-list';
+
+export function peerKind(peer: string): PeerKind {
+  if (peer.startsWith('pl-')) return 'prefix-list';
+  return peer.includes(':') ? 'ipv6' : 'ipv4';
 }
 
 export interface DesiredTargetGroup {
