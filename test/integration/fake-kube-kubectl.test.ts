@@ -6,6 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+// CI installs kubectl (.ci/run) and sets this, so a missing kubectl fails there instead of skipping.
+if (process.env.REQUIRE_KUBECTL === '1' && !hasKubectl) {
+  throw new Error('REQUIRE_KUBECTL is set but kubectl is not on PATH');
+}
 
 /** `npm start` prints the simulated cluster's kubeconfig for kubectl; this is what kubectl can do with it. */
 describe.skipIf(!hasKubectl)(
