@@ -8,7 +8,12 @@ import * as prettier from 'prettier';
 import { anchors, type ScenarioCalls } from './scenarios/calls';
 import type { CostResult } from './scenarios/cost';
 import type { ForwarderResult } from './scenarios/forwarder';
-import type { BundleResult, BundlesResult } from './scenarios/bundles';
+import {
+  bundleBaseline,
+  bundleGoals,
+  type BundleResult,
+  type BundlesResult,
+} from './scenarios/bundles';
 import type { BurstRun, OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
 import type { ThroughputResult } from './scenarios/throughput';
 import { percentile, round } from './support/stats';
@@ -269,7 +274,7 @@ function forwarderSection(f: ForwarderResult): string {
   ].join('\n');
 }
 
-function bundlesSection(b: BundlesResult): string {
+export function bundlesSection(b: BundlesResult): string {
   const kib = (n: number | undefined) =>
     n === undefined ? '—' : round(n / 1024, 0).toLocaleString('en-US');
   const ms = (n: number | undefined) => (n === undefined ? '—' : round(n, 0));
@@ -308,7 +313,45 @@ function bundlesSection(b: BundlesResult): string {
     ),
     '',
     'The last row is the choice we did not make: with the map, traces name TypeScript files and lines, but the first trace parses the map (the *first stack* column) and the package carries it. Without it, traces name functions and classes (esbuild keeps names). Lambda gives a function CPU in proportion to its memory (512 MB here is a fraction of a vCPU), so the same import can take longer there than on this machine.',
+    ...bundleGoalsSection(b),
   ].join('\n');
+}
+
+/** Issue 21, item 4: each bundle against the goals, with the SDK bundled (deployed) and without. */
+function bundleGoalsSection(b: BundlesResult): string[] {
+  const kib = (f: BundleResult) => round(f.bytes / 1024, 0);
+  const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const row = (sdk: string, f: BundleResult) => [
+    f.name,
+    sdk,
+    kib(f).toLocaleString('en-US'),
+    verdict(kib(f) <= bundleGoals.maxKiB),
+    `${round((kib(f) / bundleBaseline.kib) * 100, 0)} %`,
+    round(f.importMs, 0),
+    verdict(f.importMs <= bundleGoals.maxImportMs),
+    `${round((f.importMs / bundleBaseline.importMs) * 100, 0)} %`,
+  ];
+  return [
+    '',
+    `Goals of issue 21 (cold start): ≤ ${bundleGoals.maxKiB} KiB and import ≤ ${bundleGoals.maxImportMs} ms per bundle; ratios are to ${bundleBaseline.label} (${bundleBaseline.kib.toLocaleString('en-US')} KiB, ${bundleBaseline.importMs} ms). *SDK external* leaves \`@aws-sdk/*\` to the runtime (not deployed so): its import then loads the SDK from node_modules.`,
+    '',
+    table(
+      [
+        'function',
+        'AWS SDK',
+        'bundle (KiB)',
+        'size goal',
+        'of before',
+        'import (ms)',
+        'import goal',
+        'of before',
+      ],
+      [
+        ...b.functions.map((f) => row('bundled (deployed)', f)),
+        ...(b.withoutSdk ?? []).map((f) => row('external', f)),
+      ],
+    ),
+  ];
 }
 
 function costSection(c: CostResult, t: ThroughputResult | undefined): string {

@@ -64,6 +64,14 @@ const restrictions = {
       ),
     ),
   ),
+  securityGroups: z.optional(
+    z.array(
+      matching(
+        patternSyntax.securityGroup,
+        'a security group ID or Name tag pattern such as sg-0123456789abcdef0 or team-a-* ("*" allowed; no ",")',
+      ),
+    ),
+  ),
   maxLoadBalancerServices: z.optional(z.int().check(z.gte(0), z.lte(100_000))),
   // An NLB has at most 50 listeners.
   maxListeners: z.optional(z.int().check(z.gte(1), z.lte(50))),

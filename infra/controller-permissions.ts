@@ -25,12 +25,14 @@ export function controllerPermissions(
   const requestsOurs = { [`aws:RequestTag/${ownershipTags.cluster}`]: props.clusterName };
   const elb = (resource: string) => stack.formatArn({ service: 'elasticloadbalancing', resource });
   const ec2 = (resource: string) => stack.formatArn({ service: 'ec2', resource });
-  // Our NLBs and target groups are all named `k8s-…` (functions/aws/model/naming.ts).
-  const loadBalancers = elb('loadbalancer/net/k8s-*');
+  // Target groups are all named `k8s-…` (functions/aws/model/naming.ts). NLBs are too, unless the
+  // Service names one (aws-load-balancer-name): for them the ownership tag conditions below are
+  // the only guard, as they are for security groups.
+  const loadBalancers = elb('loadbalancer/net/*');
   const targetGroups = elb('targetgroup/k8s-*');
   const securityGroups = ec2('security-group/*');
   // Listeners are created with the ownership tags too (functions/aws/execute.ts).
-  const listeners = elb('listener/net/k8s-*/*');
+  const listeners = elb('listener/net/*/*');
   const notOwnershipKeys = { 'aws:TagKeys': Object.values(ownershipTags) };
 
   return [
@@ -89,6 +91,7 @@ export function controllerPermissions(
         'elasticloadbalancing:ModifyLoadBalancerAttributes',
         'elasticloadbalancing:SetSecurityGroups',
         'elasticloadbalancing:SetSubnets',
+        'elasticloadbalancing:SetIpAddressType',
         'elasticloadbalancing:DeleteTargetGroup',
         'elasticloadbalancing:ModifyTargetGroup',
         'elasticloadbalancing:ModifyTargetGroupAttributes',

@@ -408,6 +408,7 @@ export class ControllerStack extends Stack {
         keepNames: lambdaBundle.keepNames,
         sourceMap: lambdaBundle.sourceMap,
         externalModules: [...lambdaBundle.externalModules],
+        mainFields: [...lambdaBundle.mainFields],
         banner: lambdaBundle.banner,
         // esbuild is a pinned dev dependency: never fall back to Docker bundling.
         forceDockerBundling: false,

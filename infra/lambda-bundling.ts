@@ -5,6 +5,9 @@
  * - The AWS SDK is bundled (`@aws-sdk/*` is not left to the Lambda runtime's copy): the versions
  *   that run in AWS are the ones pinned in package-lock.json and exercised by the tests. The
  *   runtime's copy changes without notice and can be older than what our code calls.
+ * - Packages' ES module builds first (`module` before `main`): the SDK's dist-es lets esbuild leave
+ *   out the commands and shapes we never call, where its CommonJS build is one file kept whole
+ *   (issue 21: service-sync went from 4.2 MiB to 1.4 MiB with this and client-node gone).
  * - No source map ships. Loading one at the first stack trace (`--enable-source-maps`) cost about
  *   a quarter of a second and a ten-megabyte parse in `npm run bench` (section "Lambda bundles");
  *   the bundle keeps function and class names instead, so a trace reads `at NlbProvider.ensure`.
@@ -17,7 +20,8 @@ export const lambdaBundle = {
   sourceMap: false,
   /** Nothing is left to the runtime: the SDK included. */
   externalModules: [] as string[],
-  // client-node and other CommonJS dependencies expect `require` inside the ES module bundle.
+  mainFields: ['module', 'main'],
+  // CommonJS dependencies left in the bundle expect `require` inside the ES module.
   banner:
     "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
 } as const;
@@ -36,5 +40,6 @@ export function esbuildOptionsFor(entry: string, outfile: string) {
     sourcemap: lambdaBundle.sourceMap,
     external: [...lambdaBundle.externalModules],
     banner: { js: lambdaBundle.banner },
+    mainFields: [...lambdaBundle.mainFields],
   };
 }

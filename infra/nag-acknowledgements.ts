@@ -28,9 +28,9 @@ export function acknowledgeFunctionRoleWildcards(functionsRole: IConstruct): voi
         'Only the Describe* calls of ELBv2 and EC2, tag:GetResources and (with functions in a VPC) the Lambda network-interface calls, none of which IAM can scope to resources.',
     },
     {
-      id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'loadbalancer/net/k8s-*')}]`,
+      id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'loadbalancer/net/*')}]`,
       reason:
-        'NLBs are created with generated names; every statement on them requires the cluster ownership tag (aws:RequestTag on create, aws:ResourceTag after).',
+        'NLBs are created with generated names or the name a Service asks for; every statement on them requires the cluster ownership tag (aws:RequestTag on create, aws:ResourceTag after).',
     },
     {
       id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'targetgroup/k8s-*')}]`,
@@ -38,7 +38,7 @@ export function acknowledgeFunctionRoleWildcards(functionsRole: IConstruct): voi
         'Target groups are created with generated names; every statement on them requires the cluster ownership tag (aws:RequestTag on create, aws:ResourceTag after).',
     },
     {
-      id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'listener/net/k8s-*/*')}]`,
+      id: `AwsSolutions-IAM5[${arn('elasticloadbalancing', 'listener/net/*/*')}]`,
       reason:
         'Listeners are created with generated IDs; every statement on them requires the cluster ownership tag (aws:RequestTag on create, aws:ResourceTag after).',
     },

@@ -11,6 +11,10 @@
  *
  * The alternative we did not ship is measured beside it: the same service-sync bundle with its
  * source map, run with `--enable-source-maps` (the choice of issue "Day one", item 9).
+ *
+ * Each bundle is also built with the AWS SDK left to the Lambda runtime (`@aws-sdk/*` external, as
+ * CDK does by default), to show how much of what is left is the SDK (issue 21, item 4). Its
+ * import then loads the SDK from node_modules, as the runtime's copy would be.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -43,11 +47,17 @@ export interface BundleResult {
   readonly runs: number;
 }
 
+/** Issue 21, item 4: each bundle and its import, and where service-sync stood before it. */
+export const bundleGoals = { maxKiB: 600, maxImportMs: 250 } as const;
+export const bundleBaseline = { label: 'service-sync before issue 21', kib: 4232, importMs: 857 };
+
 export interface BundlesResult {
   readonly node: string;
   readonly esbuild: string;
   readonly options: string;
   readonly functions: BundleResult[];
+  /** The same bundles with `@aws-sdk/*` external (not deployed so: measured to compare). */
+  readonly withoutSdk?: BundleResult[] | undefined;
   /** service-sync with its source map and `--enable-source-maps`: not shipped, measured to compare. */
   readonly withSourceMaps: BundleResult;
 }
@@ -137,13 +147,14 @@ async function measureOne(
   name: (typeof lambdaFunctions)[number],
   dir: string,
   runs: number,
-  variant: { sourceMap: boolean; nodeFlags: string[] },
+  variant: { sourceMap: boolean; nodeFlags: string[]; sdkExternal?: boolean },
 ): Promise<BundleResult> {
   mkdirSync(dir, { recursive: true });
   const outfile = join(dir, 'index.mjs');
   await build({
     ...esbuildOptionsFor(join('functions', name, 'handler.ts'), outfile),
     ...(variant.sourceMap ? { sourcemap: true } : {}),
+    ...(variant.sdkExternal ? { external: ['@aws-sdk/*'] } : {}),
     logLevel: 'error',
   });
   const code = readFileSync(outfile);
@@ -180,6 +191,16 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
       await measureOne(name, join(outRoot, name), runs, { sourceMap: false, nodeFlags: [] }),
     );
   }
+  const withoutSdk: BundleResult[] = [];
+  for (const name of lambdaFunctions) {
+    withoutSdk.push(
+      await measureOne(name, join(outRoot, 'without-sdk', name), runs, {
+        sourceMap: false,
+        nodeFlags: [],
+        sdkExternal: true,
+      }),
+    );
+  }
   const withSourceMaps = await measureOne('service-sync', join(outRoot, 'with-source-maps'), runs, {
     sourceMap: true,
     nodeFlags: ['--enable-source-maps'],
@@ -191,8 +212,9 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     node: process.version,
     esbuild: esbuildVersion,
     options:
-      'esbuild --bundle --platform=node --format=esm --target=node24 --minify --keep-names --banner:js=<createRequire>, the AWS SDK bundled, no source map (infra/lambda-bundling.ts)',
+      'esbuild --bundle --platform=node --format=esm --target=node24 --main-fields=module,main --minify --keep-names --banner:js=<createRequire>, the AWS SDK bundled, no source map (infra/lambda-bundling.ts)',
     functions,
+    withoutSdk,
     withSourceMaps,
   };
 }

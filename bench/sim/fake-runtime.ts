@@ -442,7 +442,8 @@ export class FakeStateTable {
     for (const item of this.items.values()) {
       const rec = item.rec as ServiceRecord | undefined;
       bytes += JSON.stringify(item).length;
-      if (rec !== undefined) result.push({ key: rec.key, hostsHash: rec.hostsHash });
+      if (rec !== undefined)
+        result.push({ key: rec.key, hostsHash: rec.hostsHash, nodeSelector: rec.nodeSelector });
     }
     const pages = Math.max(1, Math.ceil(bytes / 1_000_000));
     for (let i = 0; i < pages; i++) await this.call();

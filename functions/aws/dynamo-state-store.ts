@@ -24,10 +24,10 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  * The state table (DESIGN §3): one DynamoDB table, partition key `pk`.
  *
  * | pk                   | holds |
- * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`; lease `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures` |
+ * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`, `nodeSelector`; lease `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
- * | `hosts#meta`         | the eligible host set's `hash`, `warnedNodes`, `chunks` |
- * | `hosts#chunk#<hash>#<i>` | part `i` of the host list with that hash, as JSON (items hold at most 400 KB) |
+ * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
+ * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
  */
 export interface Lease {
@@ -236,11 +236,13 @@ export class DynamoStateStore {
     }
     await this.fencedUpdate(
       lease,
-      'SET rec = :rec, uid = :uid, hostsHash = :hash, updatedAt = :now',
+      'SET rec = :rec, uid = :uid, hostsHash = :hash, nodeSelector = :selector, updatedAt = :now',
       {
         ':rec': rec,
         ':uid': record.uid,
         ':hash': record.hostsHash ?? '',
+        // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
+        ':selector': record.nodeSelector ?? '',
         ':now': record.updatedAt,
       },
     );
@@ -249,7 +251,7 @@ export class DynamoStateStore {
   async deleteService(key: ServiceKey, lease: Lease): Promise<void> {
     if (lease.pk !== servicePk(key)) throw new BusyError(`lease ${lease.pk} does not cover ${key}`);
     // The item stays while the lease is held; it is removed when the lease is released empty.
-    await this.fencedUpdate(lease, 'REMOVE rec, uid, hostsHash', {});
+    await this.fencedUpdate(lease, 'REMOVE rec, uid, hostsHash, nodeSelector', {});
   }
 
   async listServiceHosts(): Promise<ServiceHostsState[]> {
@@ -257,11 +259,19 @@ export class DynamoStateStore {
     for await (const item of this.scan(
       'begins_with(pk, :svc) AND attribute_exists(rec)',
       { ':svc': 'svc#' },
-      'pk, hostsHash',
+      'pk, hostsHash, nodeSelector',
     )) {
       const hash =
         typeof item.hostsHash === 'string' && item.hostsHash !== '' ? item.hostsHash : undefined;
-      result.push({ key: String(item.pk).slice('svc#'.length), hostsHash: hash });
+      const selector =
+        typeof item.nodeSelector === 'string' && item.nodeSelector !== ''
+          ? item.nodeSelector
+          : undefined;
+      result.push({
+        key: String(item.pk).slice('svc#'.length),
+        hostsHash: hash,
+        ...(selector !== undefined ? { nodeSelector: selector } : {}),
+      });
     }
     return result;
   }
@@ -302,8 +312,9 @@ export class DynamoStateStore {
     const meta = await this.get('hosts#meta');
     if (meta === undefined) return undefined;
     const hosts = [];
+    const chunkKey = typeof meta.chunkKey === 'string' ? meta.chunkKey : String(meta.hash);
     for (let i = 0; i < Number(meta.chunks ?? 0); i++) {
-      const chunk = await this.get(`hosts#chunk#${meta.hash as string}#${i}`);
+      const chunk = await this.get(`hosts#chunk#${chunkKey}#${i}`);
       if (chunk === undefined) throw new RetryableError('eligible host set is being rewritten');
       hosts.push(...(JSON.parse(String(chunk.hosts)) as EligibleHosts['hosts']));
     }
@@ -311,6 +322,9 @@ export class DynamoStateStore {
       hosts,
       hash: String(meta.hash),
       warnedNodes: (meta.warnedNodes as string[] | undefined) ?? [],
+      ...(Array.isArray(meta.labelKeys) && meta.labelKeys.length > 0
+        ? { labelKeys: meta.labelKeys as string[], labelsHash: String(meta.labelsHash) }
+        : {}),
     };
   }
 
@@ -335,12 +349,16 @@ export class DynamoStateStore {
       size += length;
     }
     chunks.push(JSON.stringify(current));
+    // Chunks are named by their content: a relabelled node changes labelsHash, not hash, and a
+    // reader must never see the chunks of one set under the meta item of another.
+    const chunkKey =
+      hosts.labelsHash === undefined ? hosts.hash : `${hosts.hash}.${hosts.labelsHash}`;
     try {
       for (const [i, chunk] of chunks.entries()) {
         await this.doc.send(
           new PutCommand({
             TableName: this.tableName,
-            Item: { pk: `hosts#chunk#${hosts.hash}#${i}`, hosts: chunk },
+            Item: { pk: `hosts#chunk#${chunkKey}#${i}`, hosts: chunk },
           }),
         );
       }
@@ -350,7 +368,11 @@ export class DynamoStateStore {
         Item: {
           pk: 'hosts#meta',
           hash: hosts.hash,
+          chunkKey,
           warnedNodes: [...hosts.warnedNodes],
+          ...(hosts.labelKeys !== undefined && hosts.labelKeys.length > 0
+            ? { labelKeys: [...hosts.labelKeys], labelsHash: hosts.labelsHash }
+            : {}),
           chunks: chunks.length,
           updatedAt: this.clock.now().toISOString(),
         },
@@ -374,12 +396,14 @@ export class DynamoStateStore {
           }),
         );
       }
-      if (previous !== undefined && previous.hash !== hosts.hash) {
+      const previousKey =
+        typeof previous?.chunkKey === 'string' ? previous.chunkKey : String(previous?.hash);
+      if (previous !== undefined && previousKey !== chunkKey) {
         for (let i = 0; i < Number(previous.chunks ?? 0); i++) {
           await this.doc.send(
             new DeleteCommand({
               TableName: this.tableName,
-              Key: { pk: `hosts#chunk#${previous.hash as string}#${i}` },
+              Key: { pk: `hosts#chunk#${previousKey}#${i}` },
             }),
           );
         }

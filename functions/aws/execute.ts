@@ -2,6 +2,7 @@ import {
   AuthorizeSecurityGroupIngressCommand,
   CreateSecurityGroupCommand,
   CreateTagsCommand,
+  DeleteSecurityGroupCommand,
   DeleteTagsCommand,
   DescribeSecurityGroupsCommand,
   RevokeSecurityGroupIngressCommand,
@@ -26,9 +27,11 @@ import {
   RegisterTargetsCommand,
   RemoveListenerCertificatesCommand,
   RemoveTagsCommand,
+  SetIpAddressTypeCommand,
   SetSecurityGroupsCommand,
   SetSubnetsCommand,
   type Action,
+  type LoadBalancer,
   type ProtocolEnum,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { InvariantError, TerminalError } from '../core/errors';
@@ -46,7 +49,7 @@ import {
   type IngressRule,
   type Tags,
 } from './model/types';
-import { describeElbv2Tags, sortByOwnership, tagsOf } from './ownership';
+import { describeElbv2Tags, holderOf, sortByOwnership, tagsOf } from './ownership';
 import { toProviderState, type NlbState } from './nlb-state';
 
 export interface ExecuteRequest {
@@ -144,6 +147,9 @@ class PlanRun {
           }),
         );
         return;
+      case 'deleteSecurityGroup':
+        await this.deleteReplacedSecurityGroup(step.id);
+        return;
       case 'createTargetGroup': {
         const tg = step.targetGroup;
         const arn = await this.createTargetGroup(tg, desired.securityGroup.vpcId);
@@ -196,13 +202,15 @@ class PlanRun {
       }
       case 'createLoadBalancer': {
         const lb = step.loadBalancer;
-        const withAddresses = lb.subnetMappings.some((m) => m.allocationId || m.privateIPv4Address);
+        const withAddresses = lb.subnetMappings.some(
+          (m) => m.allocationId || m.privateIPv4Address || m.ipv6Address,
+        );
         const created = await this.elbv2.send(
           new CreateLoadBalancerCommand({
             Name: lb.name,
             Type: 'network',
             Scheme: lb.scheme,
-            IpAddressType: 'ipv4',
+            IpAddressType: lb.ipAddressType,
             // Plain subnets unless addresses are pinned: the same thing for AWS, and emulators
             // ignore subnet mappings.
             ...(withAddresses
@@ -211,6 +219,7 @@ class PlanRun {
                     SubnetId: m.subnetId,
                     AllocationId: m.allocationId,
                     PrivateIPv4Address: m.privateIPv4Address,
+                    IPv6Address: m.ipv6Address,
                   })),
                 }
               : { Subnets: lb.subnetMappings.map((m) => m.subnetId) }),
@@ -222,6 +231,7 @@ class PlanRun {
         if (made?.LoadBalancerArn === undefined) {
           throw new InvariantError(`CreateLoadBalancer ${lb.name} returned no ARN`);
         }
+        if (lb.nameFromAnnotation === true) await this.verifyCreatedLoadBalancer(lb.name, made);
         this.loadBalancerArn = made.LoadBalancerArn;
         state.loadBalancerArn = made.LoadBalancerArn;
         state.loadBalancerName = lb.name;
@@ -236,7 +246,16 @@ class PlanRun {
               SubnetId: m.subnetId,
               AllocationId: m.allocationId,
               PrivateIPv4Address: m.privateIPv4Address,
+              IPv6Address: m.ipv6Address,
             })),
+          }),
+        );
+        return;
+      case 'setIpAddressType':
+        await this.elbv2.send(
+          new SetIpAddressTypeCommand({
+            LoadBalancerArn: this.requireLoadBalancer(),
+            IpAddressType: step.ipAddressType,
           }),
         );
         return;
@@ -473,6 +492,20 @@ class PlanRun {
     return sortByOwnership(arns, tags, this.request.clusterName, this.request.service);
   }
 
+  /**
+   * CreateLoadBalancer hands back an existing NLB of the same name and settings, whoever owns it.
+   * A derived name carries a hash of the Service; a name from the annotation does not, so its
+   * answer is checked by tags before anything of it is recorded or changed (one read).
+   */
+  private async verifyCreatedLoadBalancer(name: string, made: LoadBalancer): Promise<void> {
+    const arn = made.LoadBalancerArn ?? '';
+    const tags = (await describeElbv2Tags(this.elbv2, [arn])).get(arn) ?? {};
+    if (ownershipOf(tags, this.request.clusterName, this.request.service) === 'ours') return;
+    throw new TerminalError(
+      `load balancer name ${name} (annotation service.beta.kubernetes.io/aws-load-balancer-name) is already taken by ${arn}, which belongs to ${holderOf(tags)}; refusing to use it: choose another name`,
+    );
+  }
+
   /** Before a group found by name is changed: refused unless its tags say it is ours. */
   private async verifyOwnership(name: string, arn: string): Promise<void> {
     if ((await this.ownedOf([arn])).ours.includes(arn)) return;
@@ -532,8 +565,25 @@ class PlanRun {
   }
 
   private securityGroupIds(): string[] {
-    const backend = this.request.desired.backendSecurityGroupId;
-    return [this.requireSecurityGroup(), ...(backend ? [backend] : [])];
+    const { backendSecurityGroupId: backend, frontendSecurityGroupIds: frontend } =
+      this.request.desired;
+    return [...(frontend ?? [this.requireSecurityGroup()]), ...(backend ? [backend] : [])];
+  }
+
+  /**
+   * The managed group the user's groups replaced. AWS may hold it for a while after it leaves the
+   * NLB (DependencyViolation): it then stays recorded, and the provider comes back for it.
+   */
+  private async deleteReplacedSecurityGroup(id: string): Promise<void> {
+    const { state } = this.request;
+    try {
+      await this.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id }));
+    } catch (error) {
+      if (isAwsError(error, 'DependencyViolation')) return;
+      if (!isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound')) throw error;
+    }
+    if (state.securityGroupId === id) delete state.securityGroupId;
+    if (this.securityGroupId === id) this.securityGroupId = undefined;
   }
 
   private targetGroupArn(key: string): string {
@@ -637,6 +687,8 @@ function describeStep(step: Step): string {
       return `create target group ${step.targetGroup.name}`;
     case 'createLoadBalancer':
       return `create load balancer ${step.loadBalancer.name}`;
+    case 'setIpAddressType':
+      return `set IP address type to ${step.ipAddressType}`;
     case 'createListener':
       return `create listener ${step.listener.protocol}:${step.listener.port}`;
     case 'registerTargets':

@@ -31,6 +31,7 @@ import {
   stickinessFromAffinity,
   type ProviderSettings,
 } from './model/desired';
+import { ipAddressTypeOf } from './model/dualstack';
 import { attributesAnnotation, wantsDeletionProtection } from './model/load-balancer-attributes';
 import { loadBalancerName, ownershipTags, withNamingVersion } from './model/naming';
 import { planChanges } from './model/plan';
@@ -44,6 +45,7 @@ import {
   toProviderState,
   type NlbState,
 } from './nlb-state';
+import { resolveFrontendSecurityGroups } from './frontend-security-groups';
 import { resolveSubnets } from './subnets';
 import type { TenantPolicyEnforcer } from './tenant-policy-check';
 
@@ -74,10 +76,10 @@ export class NlbProvider implements LoadBalancerProvider {
   }
 
   getLoadBalancerName(service: Service): string {
-    return loadBalancerName(
-      this.settings.clusterName,
-      service,
-      schemeOf(this.optionsOrDefaults(service), this.settings),
+    const options = this.optionsOrDefaults(service);
+    return (
+      options.loadBalancerName ??
+      loadBalancerName(this.settings.clusterName, service, schemeOf(options, this.settings))
     );
   }
 
@@ -108,10 +110,13 @@ export class NlbProvider implements LoadBalancerProvider {
     const created = Object.values(recordedResources(nlb)).some((ids) => ids.length > 0);
     const tenancy = await this.tenantPolicy?.check(service, options, scheme, created);
     const roleTagRequiredBy = tenancy?.subnetRoleTagRequiredBy;
+    const ipAddressType = ipAddressTypeOf(options);
     const subnetInputs = JSON.stringify([
       scheme,
       options.subnets ?? null,
       ...(roleTagRequiredBy !== undefined ? ['role tag'] : []),
+      // Absent for ipv4, so the subnets stored for existing Services still match.
+      ...(ipAddressType === 'dualstack' ? ['dualstack'] : []),
     ]);
     let subnets = nlb.subnets?.inputs === subnetInputs ? nlb.subnets.refs : undefined;
     if (subnets === undefined) {
@@ -121,9 +126,14 @@ export class NlbProvider implements LoadBalancerProvider {
         scheme,
         options.subnets,
         roleTagRequiredBy,
+        ipAddressType,
       );
       nlb.subnets = { inputs: subnetInputs, refs: subnets };
     }
+    // The user's groups, as now and as before an annotation change: never taken for ours.
+    const userGroups = [...(nlb.frontendSecurityGroups?.ids ?? [])];
+    const frontendSecurityGroupIds = await this.frontendSecurityGroups(nlb, options);
+    userGroups.push(...(frontendSecurityGroupIds ?? []));
     // Pinned before anything is created, so a failed first sync keeps the names it started with.
     nlb.namingVersion = namingVersionOf(nlb);
     const desired = withNamingVersion(
@@ -134,6 +144,7 @@ export class NlbProvider implements LoadBalancerProvider {
         options,
         subnets,
         stickinessFromAffinityApplied: nlb.stickinessFromAffinity,
+        frontendSecurityGroupIds,
       }),
       this.settings.clusterName,
       service,
@@ -145,6 +156,7 @@ export class NlbProvider implements LoadBalancerProvider {
       service,
       loadBalancerName: desired.name,
       backendSecurityGroupId: this.settings.backendSecurityGroupId,
+      userSecurityGroupIds: userGroups,
       state: nlb,
       readLoadBalancerAttributes: Object.keys(desired.attributes).length > 0,
       readTargetGroupAttributes: desired.targetGroups.some(
@@ -153,6 +165,9 @@ export class NlbProvider implements LoadBalancerProvider {
       readListenerAttributesOf: desired.listeners
         .filter((l) => Object.keys(l.attributes ?? {}).length > 0)
         .map((l) => l.port),
+      readListenerCertificatesOf: [
+        ...new Set([...sniPorts(desired), ...(nlb.sniListenerPorts ?? [])]),
+      ],
     });
     const plan = planChanges(desired, observed, nlb.appliedTagKeys ?? []);
     // State follows what was observed: kept resources are recorded, vanished ones forgotten.
@@ -176,6 +191,13 @@ export class NlbProvider implements LoadBalancerProvider {
     // Recorded before the change, so a sync that fails half-way still turns it off later.
     const stickyForAffinity = stickinessFromAffinity(service, options);
     if (stickyForAffinity) nlb.stickinessFromAffinity = true;
+    // Before the change too: a listener that had several certificates is read in full until
+    // a sync has brought it down to one.
+    const sni = sniPorts(desired);
+    if (sni.length > 0)
+      nlb.sniListenerPorts = [...new Set([...(nlb.sniListenerPorts ?? []), ...sni])].sort(
+        (a, b) => a - b,
+      );
     if (plan.steps.length > 0) await hooks.beforeChanges?.();
     await executePlan({
       clients: this.clients,
@@ -190,9 +212,20 @@ export class NlbProvider implements LoadBalancerProvider {
     });
     nlb.appliedTagKeys = Object.keys(desired.tags).sort();
     if (!stickyForAffinity) delete nlb.stickinessFromAffinity;
+    if (sni.length > 0) nlb.sniListenerPorts = sni;
+    else delete nlb.sniListenerPorts;
+    // The managed group the user's groups replaced, still held by AWS: come back to delete it.
+    const replacedGroupLeft =
+      desired.frontendSecurityGroupIds !== undefined && nlb.securityGroupId !== undefined;
     return {
       status: statusOf(nlb.dnsName ?? ''),
       state: toProviderState(nlb),
+      ...(replacedGroupLeft
+        ? {
+            requeueAfterSeconds: stillInUseRetrySeconds,
+            requeueReason: 'the replaced managed security group is still in use',
+          }
+        : {}),
       summary: summaryOf(desired, nlb),
       instances: uniqueSorted(desired.targetGroups.flatMap((tg) => tg.targets)),
       changes: describeChanges(plan),
@@ -477,6 +510,26 @@ export class NlbProvider implements LoadBalancerProvider {
     }
   }
 
+  /**
+   * The security-groups annotation as group IDs, resolved once per annotation value (kept in
+   * state, like subnets), so a drift check reads nothing more.
+   */
+  private async frontendSecurityGroups(
+    nlb: NlbState,
+    options: LoadBalancerOptions,
+  ): Promise<string[] | undefined> {
+    const wanted = options.securityGroups;
+    if (wanted === undefined) {
+      delete nlb.frontendSecurityGroups;
+      return undefined;
+    }
+    const inputs = wanted.join(',');
+    if (nlb.frontendSecurityGroups?.inputs === inputs) return nlb.frontendSecurityGroups.ids;
+    const ids = await resolveFrontendSecurityGroups(this.clients.ec2, this.settings.vpcId, wanted);
+    nlb.frontendSecurityGroups = { inputs, ids };
+    return ids;
+  }
+
   /** Annotations for naming only: a bad annotation falls back to defaults here (Ensure reports it). */
   private optionsOrDefaults(service: Service): LoadBalancerOptions {
     try {
@@ -536,4 +589,16 @@ async function ignoreMissing(send: () => Promise<unknown>, ...codes: string[]): 
     const variants = codes.flatMap((code) => [code, `${code}Exception`]);
     if (!isAwsError(error, ...variants)) throw error;
   }
+}
+
+/**
+ * TLS listeners given more than one certificate. DescribeListeners names a listener's default
+ * certificate only; the others need one DescribeListenerCertificates each, so it is read only
+ * for these (and for those that had several last time, until they are down to one).
+ */
+function sniPorts(desired: DesiredLoadBalancer): number[] {
+  return desired.listeners
+    .filter((l) => l.protocol === 'TLS' && l.certificateArns.length > 1)
+    .map((l) => l.port)
+    .sort((a, b) => a - b);
 }

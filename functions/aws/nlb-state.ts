@@ -12,10 +12,14 @@ export interface NlbState {
   /** Resolved subnets, with the inputs they were resolved from (scheme and subnets annotation). */
   subnets?: { readonly inputs: string; readonly refs: SubnetRef[] };
   targetGroups?: Record<string, { arn: string; name: string; targets?: string[] }>;
+  /** The security-groups annotation resolved to IDs, with the value it was resolved from. */
+  frontendSecurityGroups?: { readonly inputs: string; readonly ids: string[] };
   /** The NLB already deleted while other resources are still being deleted (for the lifecycle feed). */
   deletedLoadBalancerArn?: string;
   /** Tag keys applied by earlier syncs: the only ones a sync may remove again. */
   appliedTagKeys?: string[];
+  /** TLS listener ports given several certificates: their extra certificates are read in full. */
+  sniListenerPorts?: number[];
   /** Stickiness turned on for spec.sessionAffinity ClientIP: turned off again when affinity goes. */
   stickinessFromAffinity?: boolean;
   /** How this Service's resources are named (model/naming.ts); absent before versions existed. */

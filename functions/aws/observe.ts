@@ -34,7 +34,7 @@ import type {
   TargetGroupProtocol,
 } from './model/types';
 import type { NlbState } from './nlb-state';
-import { describeElbv2Tags, tagsOf } from './ownership';
+import { describeElbv2Tags, holderOf, tagsOf } from './ownership';
 
 export interface ObserveRequest {
   readonly clients: NlbClients;
@@ -43,11 +43,18 @@ export interface ObserveRequest {
   /** The name the NLB should have; looked up when state has no ARN. */
   readonly loadBalancerName: string;
   readonly backendSecurityGroupId?: string | undefined;
+  /** The user's groups (security-groups annotation, now or before): never taken for ours. */
+  readonly userSecurityGroupIds?: readonly string[] | undefined;
   readonly state: NlbState;
   readonly readLoadBalancerAttributes: boolean;
   readonly readTargetGroupAttributes: boolean;
   /** Ports of the listeners whose attributes we manage: only these are read. */
   readonly readListenerAttributesOf?: readonly number[] | undefined;
+  /**
+   * Ports of the TLS listeners whose certificates beyond the default are read (one call each);
+   * the others' default certificate comes with DescribeListeners.
+   */
+  readonly readListenerCertificatesOf?: readonly number[] | undefined;
 }
 
 /**
@@ -78,7 +85,7 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
   ]);
   const refuse = (what: string, name: string, arn: string) =>
     new TerminalError(
-      `${what} ${name} (${arn}) is not owned by this Service in cluster ${request.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match); refusing to modify or delete it`,
+      `${what} ${name} (${arn}) is not owned by this Service in cluster ${request.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match; it belongs to ${holderOf(tags.get(arn) ?? {})}); refusing to modify or delete it`,
     );
   if (
     lb !== undefined &&
@@ -134,9 +141,9 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
         protocol,
         targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
         // DescribeListeners names the default certificate only; the others (SNI) need their
-        // own call, one per TLS listener.
+        // own call, one per TLS listener, made only where we manage more than one.
         certificateArns:
-          protocol === 'TLS'
+          protocol === 'TLS' && request.readListenerCertificatesOf?.includes(l.Port ?? 0)
             ? await listenerCertificates(request, listenerArn)
             : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
         sslPolicy: l.SslPolicy,
@@ -151,10 +158,11 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
       name: lb.LoadBalancerName ?? '',
       dnsName: (lb.DNSName ?? '').toLowerCase(),
       scheme: lb.Scheme ?? 'internal',
+      ipAddressType: lb.IpAddressType,
       subnetIds: (lb.AvailabilityZones ?? []).map((z) => z.SubnetId ?? ''),
       pinnedAddresses: (lb.AvailabilityZones ?? []).flatMap((z) => {
         const address = z.LoadBalancerAddresses?.find(
-          (a) => a.AllocationId || a.PrivateIPv4Address,
+          (a) => a.AllocationId || a.PrivateIPv4Address || a.IPv6Address,
         );
         return address === undefined
           ? []
@@ -163,6 +171,7 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
                 subnetId: z.SubnetId ?? '',
                 allocationId: address.AllocationId,
                 privateIPv4Address: address.PrivateIPv4Address,
+                ipv6Address: address.IPv6Address,
               },
             ];
       }),
@@ -176,7 +185,9 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
 
   const sgId =
     state.securityGroupId ??
-    observedLb?.securityGroupIds.find((id) => id !== request.backendSecurityGroupId);
+    observedLb?.securityGroupIds.find(
+      (id) => id !== request.backendSecurityGroupId && !request.userSecurityGroupIds?.includes(id),
+    );
   const securityGroup = sgId === undefined ? undefined : await describeSecurityGroup(request, sgId);
   return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
 }
@@ -329,8 +340,10 @@ async function describeSecurityGroup(
 export function rulesOf(permissions: readonly IpPermission[]): IngressRule[] {
   const rules: IngressRule[] = [];
   for (const permission of permissions) {
-    const protocol = permission.IpProtocol;
-    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'icmp') continue;
+    // EC2 may report ICMPv6 by its protocol number.
+    const protocol = permission.IpProtocol === '58' ? 'icmpv6' : permission.IpProtocol;
+    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'icmp' && protocol !== 'icmpv6')
+      continue;
     const peers = [
       ...(permission.IpRanges ?? []).map((range) => range.CidrIp ?? ''),
       ...(permission.Ipv6Ranges ?? []).map((range) => range.CidrIpv6 ?? ''),

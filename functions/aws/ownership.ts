@@ -5,7 +5,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { Service } from '../core/objects';
 import { isAwsError } from './aws-errors';
-import { ownershipOf } from './model/naming';
+import { ownershipOf, ownershipTags } from './model/naming';
 import type { Tags } from './model/types';
 
 /** DescribeTags takes at most this many ARNs per call. */
@@ -126,4 +126,22 @@ export function tagsOf(
   tags: readonly { Key?: string | undefined; Value?: string | undefined }[] | undefined,
 ): Tags {
   return Object.fromEntries((tags ?? []).map((t) => [t.Key ?? '', t.Value ?? '']));
+}
+
+/**
+ * Who a resource that is not ours belongs to, as its tags tell: put in a refusal so the user
+ * knows which Service or controller already holds a name.
+ */
+export function holderOf(tags: Tags): string {
+  const service = tags[ownershipTags.service];
+  if (service !== undefined) {
+    const cluster = tags[ownershipTags.cluster] ?? '?';
+    const uid = tags[ownershipTags.serviceUid] ?? '?';
+    return `this controller's Service ${service} (UID ${uid}) in cluster ${cluster}`;
+  }
+  const albcStack = tags['service.k8s.aws/stack'];
+  if (albcStack !== undefined) return `aws-load-balancer-controller's Service ${albcStack}`;
+  const cloudProvider = tags['kubernetes.io/service-name'];
+  if (cloudProvider !== undefined) return `cloud-provider-aws's Service ${cloudProvider}`;
+  return 'an owner without ownership tags of any Kubernetes controller';
 }

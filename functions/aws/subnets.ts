@@ -3,7 +3,7 @@ import { RetryableError, TerminalError } from '../core/errors';
 import { translateAwsError } from './aws-errors';
 import type { ProviderSettings } from './model/desired';
 import { clusterTagKey } from './model/naming';
-import type { Scheme, SubnetRef } from './model/types';
+import type { IpAddressType, Scheme, SubnetRef } from './model/types';
 
 const roleTag: Record<Scheme, string> = {
   'internet-facing': 'kubernetes.io/role/elb',
@@ -12,10 +12,14 @@ const roleTag: Record<Scheme, string> = {
 
 const subnetsAnnotation = 'annotation service.beta.kubernetes.io/aws-load-balancer-subnets';
 
+const ipAddressTypeAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-ip-address-type';
+
 /**
  * The subnets for an NLB: those named by the annotation (IDs or Name tags), else those in the
  * cluster VPC tagged for the scheme's role, one per Availability Zone. One DescribeSubnets call.
  * `roleTagRequiredBy` (a tenant policy rule) makes annotated subnets carry the role tag too.
+ * A dualstack NLB needs subnets with an IPv6 CIDR: as in aws-load-balancer-controller, discovery
+ * passes over the others and a named one without is an error.
  */
 export async function resolveSubnets(
   ec2: EC2Client,
@@ -23,9 +27,18 @@ export async function resolveSubnets(
   scheme: Scheme,
   annotated: readonly string[] | undefined,
   roleTagRequiredBy?: string,
+  ipAddressType: IpAddressType = 'ipv4',
 ): Promise<SubnetRef[]> {
+  const dualstack = ipAddressType === 'dualstack';
   if (annotated !== undefined) {
-    return resolveAnnotated(ec2, settings, annotated, scheme, roleTagRequiredBy);
+    const found = await resolveAnnotated(ec2, settings, annotated, scheme, roleTagRequiredBy);
+    const without = found.filter((s) => ipv6Cidrs(s).length === 0);
+    if (dualstack && without.length > 0) {
+      throw new TerminalError(
+        `${subnetsAnnotation}: ${without.map((s) => s.SubnetId ?? '').join(', ')} ${without.length > 1 ? 'have' : 'has'} no IPv6 CIDR, which annotation ${ipAddressTypeAnnotation}: dualstack needs; associate one or name other subnets`,
+      );
+    }
+    return refs(found, dualstack);
   }
   const subnets = await describe(ec2, [
     { Name: 'vpc-id', Values: [settings.vpcId] },
@@ -33,14 +46,27 @@ export async function resolveSubnets(
   ]);
   const ownTag = clusterTagKey(settings.clusterName);
   // Subnets reserved for another cluster are not ours to use.
-  const usable = subnets.filter(
+  const tagged = subnets.filter(
     (subnet) => !reservedElsewhere(subnet, ownTag) && hasRole(subnet, scheme),
   );
+  const usable = dualstack ? tagged.filter((s) => ipv6Cidrs(s).length > 0) : tagged;
   const byZone = new Map<string, Subnet>();
   for (const subnet of usable) {
     const zone = subnet.AvailabilityZone ?? '';
     const current = byZone.get(zone);
     if (current === undefined || preferred(subnet, current, ownTag)) byZone.set(zone, subnet);
+  }
+  if (byZone.size === 0 && tagged.length > 0) {
+    // Fixed in the VPC (or by going back to ipv4): retried, like missing tags below.
+    throw new RetryableError(
+      `none of the subnets tagged ${roleTag[scheme]} in VPC ${settings.vpcId} (${tagged
+        .map((s) => s.SubnetId ?? '')
+        .sort()
+        .join(
+          ', ',
+        )}) has an IPv6 CIDR, which annotation ${ipAddressTypeAnnotation}: dualstack needs; associate IPv6 CIDRs with them or set the annotation to ipv4`,
+      { failureClass: 'dependency' },
+    );
   }
   if (byZone.size === 0) {
     // Fixed by tagging subnets, not by the spec: retried, so the tags are picked up by themselves.
@@ -49,7 +75,19 @@ export async function resolveSubnets(
       { failureClass: 'dependency' },
     );
   }
-  return refs([...byZone.values()]);
+  return refs([...byZone.values()], dualstack);
+}
+
+/**
+ * The subnet's associated IPv6 CIDRs. Any state but the in-between and failed ones counts:
+ * moto reports associated blocks with a garbled state, and AWS reports only these six.
+ */
+function ipv6Cidrs(subnet: Subnet): string[] {
+  const notUsable = ['associating', 'disassociating', 'disassociated', 'failing', 'failed'];
+  return (subnet.Ipv6CidrBlockAssociationSet ?? [])
+    .filter((a) => !notUsable.includes(a.Ipv6CidrBlockState?.State ?? ''))
+    .map((a) => a.Ipv6CidrBlock ?? '')
+    .filter((cidr) => cidr !== '');
 }
 
 async function resolveAnnotated(
@@ -58,7 +96,7 @@ async function resolveAnnotated(
   wanted: readonly string[],
   scheme: Scheme,
   roleTagRequiredBy: string | undefined,
-): Promise<SubnetRef[]> {
+): Promise<Subnet[]> {
   const ids = wanted.filter((w) => /^subnet-[0-9a-f]+$/.test(w));
   const names = wanted.filter((w) => !ids.includes(w));
   const found: Subnet[] = [];
@@ -102,7 +140,7 @@ async function resolveAnnotated(
       `${roleTagRequiredBy}: ${subnetsAnnotation}: ${untagged.map((s) => s.SubnetId ?? '').join(', ')} not tagged ${roleTag[scheme]} (value "1" or empty), which ${scheme} load balancers need (requireSubnetRoleTag)`,
     );
   }
-  return refs(found);
+  return found;
 }
 
 function clusterTags(subnet: Subnet): string[] {
@@ -140,8 +178,13 @@ function preferred(candidate: Subnet, current: Subnet, ownTag: string): boolean 
   return (candidate.SubnetId ?? '') < (current.SubnetId ?? '');
 }
 
-function refs(subnets: readonly Subnet[]): SubnetRef[] {
+/** IPv6 CIDRs only for a dualstack NLB, so an ipv4 NLB's stored refs stay as they were. */
+function refs(subnets: readonly Subnet[], withIpv6: boolean): SubnetRef[] {
   return subnets
-    .map((s) => ({ subnetId: s.SubnetId ?? '', availabilityZone: s.AvailabilityZone ?? '' }))
+    .map((s) => ({
+      subnetId: s.SubnetId ?? '',
+      availabilityZone: s.AvailabilityZone ?? '',
+      ...(withIpv6 ? { ipv6CidrBlocks: ipv6Cidrs(s) } : {}),
+    }))
     .sort((a, b) => a.availabilityZone.localeCompare(b.availabilityZone));
 }

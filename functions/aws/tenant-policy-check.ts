@@ -65,6 +65,7 @@ export class TenantPolicyEnforcer {
       scheme,
       certificateArns: options.certificateArns,
       eipAllocations: options.eipAllocations,
+      securityGroups: options.securityGroups,
       listeners: listenerCount(service),
     });
     // Counting costs a list of the namespace's Services: only for a load balancer not created yet.

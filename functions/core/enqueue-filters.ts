@@ -1,6 +1,7 @@
 import { needsCleanup, ourFinalizersOn, wantsLoadBalancer, type ClaimPolicy } from './claim';
 import { needsUpdate } from './needs-update';
 import { evaluateNode, type NodePolicy } from './node-policy';
+import { canonicalJson } from './hash';
 import type { Node, Service } from './objects';
 
 /** S1: an added Service is work only if it wants an LB from us or has our cleanup pending. */
@@ -27,7 +28,8 @@ export function shouldEnqueueServiceDelete(service: Service, claim: ClaimPolicy)
 
 /**
  * Whether a Node add (old undefined), update or delete (new undefined) can change the eligible host
- * set: eligibility flipped, or an eligible node's providerID changed.
+ * set: eligibility flipped, or an eligible node's providerID or labels changed (Services may
+ * choose their targets by label: aws-load-balancer-target-node-labels).
  */
 export function nodeChangeAffectsHosts(
   oldNode: Node | undefined,
@@ -40,7 +42,12 @@ export function nodeChangeAffectsHosts(
   const isEligible = after?.eligible === true;
   if (wasEligible !== isEligible) return true;
   if (before?.eligible === true && after?.eligible === true) {
-    return before.host.providerID !== after.host.providerID || before.host.name !== after.host.name;
+    return (
+      before.host.providerID !== after.host.providerID ||
+      before.host.name !== after.host.name ||
+      canonicalJson(oldNode?.metadata?.labels ?? {}) !==
+        canonicalJson(newNode?.metadata?.labels ?? {})
+    );
   }
   return false;
 }

@@ -1,12 +1,21 @@
 import { events, type ControllerEvent } from './events';
-import { hostSetOf, type Host, type HostSet } from './hosts';
+import { stableHash } from './hash';
+import { hostSetOf, hostsSelectedBy, type Host, type HostSet } from './hosts';
 import type { ServiceKey } from './keys';
 import { evaluateNode, type NodePolicy } from './node-policy';
 import { nodeReference, type Node, type ObjectReference } from './objects';
+import { selectorKeys } from './target-node-labels';
 
 /** The eligible host set as node sync stores it, with the nodes already warned about. */
 export interface EligibleHosts extends HostSet {
   readonly warnedNodes: readonly string[];
+  /**
+   * The label keys Services select targets by; each host carries just these labels. A set
+   * without them (stored before the annotation was supported) tracks none.
+   */
+  readonly labelKeys?: readonly string[] | undefined;
+  /** Hash of the tracked labels of every host: a relabelled node changes it, not `hash`. */
+  readonly labelsHash?: string | undefined;
 }
 
 /** What node sync needs to know of each Service it may update. */
@@ -14,6 +23,8 @@ export interface ServiceHostsState {
   readonly key: ServiceKey;
   /** Hash of the hosts last synced to the Service's LB; undefined while it has never been ensured. */
   readonly hostsHash?: string | undefined;
+  /** The Service's target-node-labels selector in canonical form; undefined selects every node. */
+  readonly nodeSelector?: string | undefined;
 }
 
 export interface NodeSyncPlan {
@@ -25,7 +36,7 @@ export interface NodeSyncPlan {
     readonly object: ObjectReference;
     readonly event: ControllerEvent;
   }[];
-  /** Services whose LB has other hosts than the eligible set: each gets a host update (key only). */
+  /** Services whose LB has other hosts than they select from the eligible set: each gets a host update (key only). */
   readonly servicesToUpdate: readonly ServiceKey[];
 }
 
@@ -39,7 +50,12 @@ export function planNodeSync(
   policy: NodePolicy,
   previous: EligibleHosts | undefined,
   services: readonly ServiceHostsState[],
+  /** Label keys to track beyond those the Services select by (a new Service's, before it is stored). */
+  extraLabelKeys: readonly string[] = [],
 ): NodeSyncPlan {
+  const labelKeys = [
+    ...new Set([...services.flatMap((s) => selectorKeys(s.nodeSelector)), ...extraLabelKeys]),
+  ].sort();
   const hosts: Host[] = [];
   const warnedNodes: string[] = [];
   const warnings: { object: ObjectReference; event: ControllerEvent }[] = [];
@@ -47,7 +63,7 @@ export function planNodeSync(
   for (const node of nodes) {
     const verdict = evaluateNode(node, policy);
     if (verdict.eligible) {
-      hosts.push(verdict.host);
+      hosts.push(withTrackedLabels(verdict.host, node, labelKeys));
     } else if (verdict.warn) {
       const name = node.metadata?.name ?? '';
       warnedNodes.push(name);
@@ -60,14 +76,43 @@ export function planNodeSync(
     }
   }
   const set = hostSetOf(hosts);
-  const eligible: EligibleHosts = { ...set, warnedNodes: warnedNodes.sort() };
+  const eligible: EligibleHosts = {
+    ...set,
+    warnedNodes: warnedNodes.sort(),
+    ...(labelKeys.length > 0
+      ? { labelKeys, labelsHash: stableHash(set.hosts.map((h) => h.labels ?? {})) }
+      : {}),
+  };
   const changed =
     previous === undefined ||
     previous.hash !== eligible.hash ||
+    previous.labelsHash !== eligible.labelsHash ||
+    (previous.labelKeys ?? []).join('\n') !== labelKeys.join('\n') ||
     previous.warnedNodes.join('\n') !== eligible.warnedNodes.join('\n');
+  // Services sharing a selector share one filtered set (and its hash).
+  const bySelector = new Map<string | undefined, string>();
+  const hashFor = (selector: string | undefined): string => {
+    let hash = bySelector.get(selector);
+    if (hash === undefined) {
+      hash = hostsSelectedBy(eligible, selector).hash;
+      bySelector.set(selector, hash);
+    }
+    return hash;
+  };
   const servicesToUpdate = services
-    .filter((s) => s.hostsHash !== undefined && s.hostsHash !== eligible.hash)
+    .filter((s) => s.hostsHash !== undefined && s.hostsHash !== hashFor(s.nodeSelector))
     .map((s) => s.key)
     .sort();
   return { eligible, changed, warnings, servicesToUpdate };
+}
+
+function withTrackedLabels(host: Host, node: Node, labelKeys: readonly string[]): Host {
+  if (labelKeys.length === 0) return host;
+  const all = node.metadata?.labels ?? {};
+  const labels: Record<string, string> = {};
+  for (const key of labelKeys) {
+    const value = all[key];
+    if (value !== undefined) labels[key] = value;
+  }
+  return Object.keys(labels).length > 0 ? { ...host, labels } : host;
 }

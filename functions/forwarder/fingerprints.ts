@@ -107,11 +107,26 @@ function deletionTaints(taints: readonly Taint[] | undefined): Taint[] | undefin
 
 const policyLabels = [excludeFromLoadBalancersLabel, masterRoleLabel, seedExcludeBalancerLabel];
 
+/**
+ * Stands for every label of the node in its fingerprint: Services may choose targets by any label
+ * (target-node-labels), so a relabelled node must reach node sync, yet the forwarder keeps one
+ * short digest per node rather than all its labels.
+ */
+export const labelsDigestKey = 'serverless-service-controller.io/labels-digest';
+
+function labelsDigest(labels: Readonly<Record<string, string>>): string {
+  const sorted = Object.keys(labels)
+    .sort()
+    .map((key) => [key, labels[key]]);
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('base64url').slice(0, 22);
+}
+
 export function nodeFingerprint(node: Node): Node {
   const labels = node.metadata?.labels ?? {};
-  const kept = Object.fromEntries(
+  const kept: Record<string, string> = Object.fromEntries(
     policyLabels.filter((l) => l in labels).map((l) => [l, labels[l] ?? '']),
   );
+  if (Object.keys(labels).length > 0) kept[labelsDigestKey] = labelsDigest(labels);
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
   const conditionCount = node.status?.conditions?.length ?? 0;
   return {

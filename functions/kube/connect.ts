@@ -1,12 +1,11 @@
-import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { ControllerConfig } from '../config';
 import { RetryableError } from '../core/errors';
 import { redactSecrets } from '../core/redact';
 import type { Clock } from '../sync/ports';
+import { ClusterConnection } from './cluster-connection';
 import { mintEksToken, type EksToken } from './eks-token';
+import { KubeApiClient } from './kube-api-client';
+import { defaultConnection, kubeconfigAccess, kubeconfigFileConnection } from './kubeconfig';
 
 /** How long a kubeconfig read from Secrets Manager is reused before it is read again. */
 const secretCacheMs = 5 * 60 * 1000;
@@ -14,67 +13,88 @@ const secretCacheMs = 5 * 60 * 1000;
 /**
  * A factory for the Kubernetes API client, per configured mode: EKS (token minted locally and
  * re-minted before it expires), a kubeconfig kept in Secrets Manager (self-managed clusters), or a
- * kubeconfig file (local runs and tests). Clients are reused while their credentials are fresh.
+ * kubeconfig file (local runs and tests; without a path, $KUBECONFIG, ~/.kube/config or the Pod's
+ * ServiceAccount). Clients are reused while their credentials are fresh.
+ *
+ * The EKS and Secrets Manager clients are imported only by the mode that uses them: a function
+ * in EKS mode never evaluates the Secrets Manager client, and neither is evaluated at cold start.
  */
 export function kubernetesConnector(
   config: ControllerConfig,
   clock: Clock,
-): () => Promise<CoreV1Api> {
+): () => Promise<KubeApiClient> {
   const settings = config.kubernetes;
   switch (settings.mode) {
     case 'kubeconfig': {
-      const kc = new KubeConfig();
-      if (settings.path !== undefined) kc.loadFromFile(settings.path);
-      else kc.loadFromDefault();
-      const api = kc.makeApiClient(CoreV1Api);
+      const connection =
+        settings.path !== undefined
+          ? kubeconfigFileConnection(settings.path)
+          : defaultConnection(process.env);
+      const api = new KubeApiClient(connection);
       return () => Promise.resolve(api);
     }
     case 'eks': {
-      const credentials = defaultProvider();
-      let current: { token: EksToken; api: CoreV1Api } | undefined;
-      let cluster: Promise<{ endpoint: string; caData: string }> | undefined;
-      return async () => {
+      let token: EksToken | undefined;
+      let credentials: Promise<Parameters<typeof mintEksToken>[0]['credentials']> | undefined;
+      // One client per cluster access: the token is re-minted inside it, the connection stays.
+      let client: Promise<KubeApiClient> | undefined;
+      const freshToken = async (): Promise<string> => {
         const now = clock.now();
-        if (current === undefined || current.token.refreshAt <= now) {
-          cluster ??= clusterAccess(config, settings).catch((error: unknown) => {
-            cluster = undefined;
-            throw error;
-          });
-          const { endpoint, caData } = await cluster;
-          const token = await mintEksToken({
+        if (token === undefined || token.refreshAt <= now) {
+          credentials ??= import('@aws-sdk/credential-provider-node').then((m) =>
+            m.defaultProvider(),
+          );
+          token = await mintEksToken({
             clusterName: settings.clusterName,
             region: config.region,
-            credentials,
+            credentials: await credentials,
             now,
           });
-          const kc = new KubeConfig();
-          kc.loadFromOptions({
-            clusters: [{ name: 'eks', server: endpoint, caData }],
-            users: [{ name: 'controller', token: token.token }],
-            contexts: [{ name: 'eks', cluster: 'eks', user: 'controller' }],
-            currentContext: 'eks',
-          });
-          current = { token, api: kc.makeApiClient(CoreV1Api) };
         }
-        return current.api;
+        return token.token;
+      };
+      return async () => {
+        client ??= clusterAccess(config, settings).then(
+          ({ endpoint, caData }) =>
+            new KubeApiClient(
+              new ClusterConnection({
+                server: endpoint,
+                ca: Buffer.from(caData, 'base64').toString(),
+                token: freshToken,
+              }),
+            ),
+        );
+        const current = client;
+        // A failed DescribeCluster is tried again by the next call, not remembered.
+        current.catch(() => {
+          if (client === current) client = undefined;
+        });
+        const api = await current;
+        await freshToken();
+        return api;
       };
     }
     case 'secret': {
-      const secrets = new SecretsManagerClient({
-        region: config.region,
-        ...(config.aws.endpoints.secretsManager
-          ? { endpoint: config.aws.endpoints.secretsManager }
-          : {}),
-      });
-      let current: { readAt: number; api: CoreV1Api } | undefined;
+      const secrets = import('@aws-sdk/client-secrets-manager').then((m) => ({
+        client: new m.SecretsManagerClient({
+          region: config.region,
+          ...(config.aws.endpoints.secretsManager
+            ? { endpoint: config.aws.endpoints.secretsManager }
+            : {}),
+        }),
+        GetSecretValueCommand: m.GetSecretValueCommand,
+      }));
+      let current: { readAt: number; api: KubeApiClient } | undefined;
       return async () => {
         const now = clock.now().getTime();
         if (current === undefined || now - current.readAt > secretCacheMs) {
-          const secret = await secrets.send(
+          const { client, GetSecretValueCommand } = await secrets;
+          const secret = await client.send(
             new GetSecretValueCommand({ SecretId: settings.secretArn }),
           );
-          const kc = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn);
-          current = { readAt: now, api: kc.makeApiClient(CoreV1Api) };
+          const connection = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn);
+          current?.api.close();
+          current = { readAt: now, api: new KubeApiClient(connection) };
         }
         return current.api;
       };
@@ -87,17 +107,15 @@ export function kubernetesConnector(
  * the fault, which hold the token or client key: only its reason and position are kept. Fixed by
  * whoever owns the secret, so retried (a dependency failure) until they do.
  */
-export function kubeConfigFromSecret(text: string, secretArn: string): KubeConfig {
-  const kc = new KubeConfig();
+export function kubeConfigFromSecret(text: string, secretArn: string): ClusterConnection {
   try {
-    kc.loadFromString(text);
+    return new ClusterConnection(kubeconfigAccess(text));
   } catch (error) {
     throw new RetryableError(
       `the kubeconfig in Secrets Manager secret ${secretArn} cannot be read: ${parseProblem(error)}`,
       { failureClass: 'dependency' },
     );
   }
-  return kc;
 }
 
 function parseProblem(error: unknown): string {
@@ -113,7 +131,7 @@ function parseProblem(error: unknown): string {
         : '';
     return `invalid YAML: ${reason}${where}`;
   }
-  // Not a YAML error (a document of the wrong shape): client-node's own message names no values.
+  // Not a YAML error (a document of the wrong shape): kubeconfigAccess's messages name no values.
   return error instanceof Error ? redactSecrets(error.message).slice(0, 300) : 'not a kubeconfig';
 }
 
@@ -125,6 +143,7 @@ export async function clusterAccess(
   if (settings.endpoint !== undefined && settings.certificateAuthorityData !== undefined) {
     return { endpoint: settings.endpoint, caData: settings.certificateAuthorityData };
   }
+  const { DescribeClusterCommand, EKSClient } = await import('@aws-sdk/client-eks');
   const eks = new EKSClient({
     region: config.region,
     ...(config.aws.endpoints.eks ? { endpoint: config.aws.endpoints.eks } : {}),

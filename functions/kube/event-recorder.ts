@@ -1,22 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CoreV1Api } from '@kubernetes/client-node';
-import {
-  ApiException,
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Event,
-} from '@kubernetes/client-node';
 import type { ControllerEvent } from '../core/events';
 import { stableHash } from '../core/hash';
 import type { ObjectReference } from '../core/objects';
 import type { Clock, EventRecorder } from '../sync/ports';
+import { KubeApiError, patchType, type KubeApiClient } from './kube-api-client';
 
 export const eventSourceComponent = 'service-controller';
 
 /** Writers racing on one Event each win a round; this covers any realistic number of them. */
 const maxBumpAttempts = 10;
-
-const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 /**
  * Records Events through the core/v1 Events API (S18). Repeats aggregate as client-go's recorder
@@ -26,7 +18,7 @@ const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
  */
 export class KubeEventRecorder implements EventRecorder {
   constructor(
-    private readonly makeApi: () => Promise<CoreV1Api>,
+    private readonly makeApi: () => Promise<KubeApiClient>,
     private readonly clock: Clock,
     private readonly onError: (error: unknown, event: ControllerEvent) => void = () => undefined,
   ) {}
@@ -35,27 +27,31 @@ export class KubeEventRecorder implements EventRecorder {
    * count + 1 as a JSON patch that first tests the count it read, so two instances bumping the
    * same Event at once cannot both write the same number; the loser reads again.
    */
-  private async bump(api: CoreV1Api, name: string, namespace: string, now: Date): Promise<void> {
+  private async bump(
+    api: KubeApiClient,
+    name: string,
+    namespace: string,
+    now: Date,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const existing = await api.readNamespacedEvent({ name, namespace });
+      const path = eventPath(namespace, name);
+      const existing = await api.request<{ count?: number }>({ method: 'GET', path });
       const count = existing.count ?? 1;
       try {
-        await api.patchNamespacedEvent(
-          {
-            name,
-            namespace,
-            body: [
-              { op: 'test', path: '/count', value: count },
-              { op: 'replace', path: '/count', value: count + 1 },
-              { op: 'add', path: '/lastTimestamp', value: now.toISOString() },
-            ],
-          },
-          jsonPatch,
-        );
+        await api.request({
+          method: 'PATCH',
+          path,
+          body: [
+            { op: 'test', path: '/count', value: count },
+            { op: 'replace', path: '/count', value: count + 1 },
+            { op: 'add', path: '/lastTimestamp', value: now.toISOString() },
+          ],
+          contentType: patchType.json,
+        });
         return;
       } catch (error) {
         const lostRace =
-          error instanceof ApiException && (error.code === 422 || error.code === 409);
+          error instanceof KubeApiError && (error.code === 422 || error.code === 409);
         if (!lostRace || attempt >= maxBumpAttempts) throw error;
         await sleep(Math.random() * 20 * attempt);
       }
@@ -69,7 +65,7 @@ export class KubeEventRecorder implements EventRecorder {
     const now = this.clock.now();
     try {
       const api = await this.makeApi();
-      const body: CoreV1Event = {
+      const body = {
         metadata: { name, namespace },
         involvedObject: {
           apiVersion: 'v1',
@@ -83,18 +79,23 @@ export class KubeEventRecorder implements EventRecorder {
         message: event.message,
         source: { component: eventSourceComponent },
         reportingComponent: eventSourceComponent,
-        firstTimestamp: now,
-        lastTimestamp: now,
+        firstTimestamp: now.toISOString(),
+        lastTimestamp: now.toISOString(),
         count: 1,
       };
       try {
-        await api.createNamespacedEvent({ namespace, body });
+        await api.request({ method: 'POST', path: eventPath(namespace), body });
       } catch (error) {
-        if (!(error instanceof ApiException && error.code === 409)) throw error;
+        if (!(error instanceof KubeApiError && error.code === 409)) throw error;
         await this.bump(api, name, namespace, now);
       }
     } catch (error) {
       this.onError(error, event);
     }
   }
+}
+
+function eventPath(namespace: string, name?: string): string {
+  const events = `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
+  return name === undefined ? events : `${events}/${encodeURIComponent(name)}`;
 }

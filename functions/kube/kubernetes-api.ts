@@ -1,42 +1,40 @@
-import {
-  ApiException,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1Node,
-  type V1Service,
-} from '@kubernetes/client-node';
+import type { KubeConnection } from '../forwarder/in-cluster';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';
 import type { KubernetesApi, NamespaceDirectory } from '../sync/ports';
-
-const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+import { KubeApiClient, KubeApiError, patchType } from './kube-api-client';
 
 /** Nodes per list page: bounded memory and response size on large clusters. */
 const nodePageSize = 500;
 
-/**
- * The KubernetesApi port on @kubernetes/client-node. Patches never send the object read: finalizer
- * changes are strategic-merge patches of the list alone (others' finalizers are kept without a
- * read-modify-write race), and status is written through the status subresource.
- */
-export class ClientNodeKubernetesApi implements KubernetesApi, NamespaceDirectory {
-  constructor(private readonly makeApi: () => Promise<CoreV1Api>) {}
+interface List<T> {
+  readonly items?: T[];
+  readonly metadata?: { readonly continue?: string };
+}
 
-  static fromKubeConfig(kc: KubeConfig): ClientNodeKubernetesApi {
-    const api = kc.makeApiClient(CoreV1Api);
-    return new ClientNodeKubernetesApi(() => Promise.resolve(api));
+const segment = encodeURIComponent;
+
+/**
+ * The KubernetesApi port over the API server's REST paths. Patches never send the object read:
+ * finalizer changes are strategic-merge patches of the list alone (others' finalizers are kept
+ * without a read-modify-write race), and status is written through the status subresource.
+ */
+export class HttpKubernetesApi implements KubernetesApi, NamespaceDirectory {
+  constructor(private readonly makeApi: () => Promise<KubeApiClient>) {}
+
+  /** From any connection: a client-node KubeConfig (local mode, tests) has the same shape. */
+  static fromConnection(connection: KubeConnection): HttpKubernetesApi {
+    const api = new KubeApiClient(connection);
+    return new HttpKubernetesApi(() => Promise.resolve(api));
   }
 
   async getService(namespace: string, name: string): Promise<Service | undefined> {
     const api = await this.connect();
     try {
-      return await api.readNamespacedService({ name, namespace });
+      return await api.request<Service>({ method: 'GET', path: servicePath(namespace, name) });
     } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return undefined;
+      if (error instanceof KubeApiError && error.code === 404) return undefined;
       throw translateKubeError(error, `read service ${namespace}/${name}`);
     }
   }
@@ -58,14 +56,12 @@ export class ClientNodeKubernetesApi implements KubernetesApi, NamespaceDirector
     const api = await this.connect();
     try {
       // ingress: null clears it; a merge patch of an empty object would leave the old one.
-      await api.patchNamespacedServiceStatus(
-        {
-          name,
-          namespace,
-          body: { status: { loadBalancer: { ingress: status.ingress ?? null } } },
-        },
-        merge,
-      );
+      await api.request({
+        method: 'PATCH',
+        path: `${servicePath(namespace, name)}/status`,
+        body: { status: { loadBalancer: { ingress: status.ingress ?? null } } },
+        contentType: patchType.merge,
+      });
     } catch (error) {
       throw translateKubeError(error, `patch status of service ${namespace}/${name}`);
     }
@@ -73,56 +69,39 @@ export class ClientNodeKubernetesApi implements KubernetesApi, NamespaceDirector
 
   async listNodes(): Promise<Node[]> {
     const api = await this.connect();
-    const nodes: V1Node[] = [];
-    let token: string | undefined;
     try {
-      do {
-        const page = await api.listNode({
-          limit: nodePageSize,
-          ...(token ? { _continue: token } : {}),
-        });
-        nodes.push(...page.items);
-        token = page.metadata?._continue || undefined;
-      } while (token !== undefined);
+      return await listAll<Node>(api, '/api/v1/nodes');
     } catch (error) {
       throw translateKubeError(error, 'list nodes');
     }
-    return nodes;
   }
 
   async namespaceLabels(namespace: string): Promise<Readonly<Record<string, string>>> {
     const api = await this.connect();
     try {
-      return (await api.readNamespace({ name: namespace })).metadata?.labels ?? {};
+      const found = await api.request<{ metadata?: { labels?: Record<string, string> } }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${segment(namespace)}`,
+      });
+      return found.metadata?.labels ?? {};
     } catch (error) {
       // A Service cannot outlive its namespace; a namespace being removed has no labels to grant.
-      if (error instanceof ApiException && error.code === 404) return {};
+      if (error instanceof KubeApiError && error.code === 404) return {};
       throw translateKubeError(error, `read namespace ${namespace}`);
     }
   }
 
   async listServices(namespace: string): Promise<Service[]> {
     const api = await this.connect();
-    const services: V1Service[] = [];
-    let token: string | undefined;
     try {
-      do {
-        const page = await api.listNamespacedService({
-          namespace,
-          limit: nodePageSize,
-          ...(token ? { _continue: token } : {}),
-        });
-        services.push(...page.items);
-        token = page.metadata?._continue || undefined;
-      } while (token !== undefined);
+      return await listAll<Service>(api, `/api/v1/namespaces/${segment(namespace)}/services`);
     } catch (error) {
       throw translateKubeError(error, `list services in ${namespace}`);
     }
-    return services;
   }
 
   /** The API client; failing to get one (EKS, Secrets Manager) is classed by what fixes it. */
-  private async connect(): Promise<CoreV1Api> {
+  private async connect(): Promise<KubeApiClient> {
     try {
       return await this.makeApi();
     } catch (error) {
@@ -138,16 +117,41 @@ export class ClientNodeKubernetesApi implements KubernetesApi, NamespaceDirector
     const { namespace = '', name = '' } = service.metadata ?? {};
     const api = await this.connect();
     try {
-      await api.patchNamespacedService({ name, namespace, body }, strategic);
+      await api.request({
+        method: 'PATCH',
+        path: servicePath(namespace, name),
+        body,
+        contentType: patchType.strategicMerge,
+      });
     } catch (error) {
       throw translateKubeError(error, `${action} on service ${namespace}/${name}`);
     }
   }
 }
 
+function servicePath(namespace: string, name: string): string {
+  return `/api/v1/namespaces/${segment(namespace)}/services/${segment(name)}`;
+}
+
+/** Every page of a list, `nodePageSize` at a time. */
+async function listAll<T>(api: KubeApiClient, path: string): Promise<T[]> {
+  const items: T[] = [];
+  let token: string | undefined;
+  do {
+    const page = await api.request<List<T>>({
+      method: 'GET',
+      path,
+      query: { limit: nodePageSize, continue: token },
+    });
+    items.push(...(page.items ?? []));
+    token = page.metadata?.continue || undefined;
+  } while (token !== undefined);
+  return items;
+}
+
 /** Kubernetes API errors in the controller's taxonomy (DESIGN §4). */
 export function translateKubeError(error: unknown, action: string): Error {
-  if (!(error instanceof ApiException)) {
+  if (!(error instanceof KubeApiError)) {
     return new RetryableError(
       `${action}: ${error instanceof Error ? error.message : String(error)}`,
       { cause: error },

@@ -1,7 +1,7 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { ourFinalizersOn } from '../core/claim';
 import type { Service } from '../core/objects';
-import { ClientNodeKubernetesApi } from '../kube/kubernetes-api';
+import { HttpKubernetesApi } from '../kube/kubernetes-api';
 import type { RuntimeContext } from '../runtime/context';
 
 export interface UninstallPlan {
@@ -68,9 +68,7 @@ export async function uninstall(
   }
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
-  const kube = new ClientNodeKubernetesApi(() =>
-    Promise.resolve(kubeConfig.makeApiClient(CoreV1Api)),
-  );
+  const kube = HttpKubernetesApi.fromConnection(kubeConfig);
   for (const key of plan.finalized) {
     const [namespace = '', name = ''] = key.split('/');
     const live = await kube.getService(namespace, name);

@@ -17,7 +17,7 @@ import { TenantPolicyEnforcer } from '../aws/tenant-policy-check';
 import type { ControllerConfig } from '../config';
 import { errorMessage } from '../core/errors';
 import { KubeEventRecorder } from '../kube/event-recorder';
-import { ClientNodeKubernetesApi } from '../kube/kubernetes-api';
+import { HttpKubernetesApi } from '../kube/kubernetes-api';
 import { kubernetesConnector } from '../kube/connect';
 import type { Clock } from '../sync/ports';
 import type {
@@ -128,7 +128,7 @@ export function createRuntime(
       defaultTags: config.aws.defaultTags,
     },
     config.tenantPolicy &&
-      new TenantPolicyEnforcer(config.tenantPolicy, claim, new ClientNodeKubernetesApi(connect)),
+      new TenantPolicyEnforcer(config.tenantPolicy, claim, new HttpKubernetesApi(connect)),
   );
   let passes = 0;
   const instance = randomUUID().slice(0, 8);
@@ -148,7 +148,7 @@ export function createRuntime(
     metrics,
     newOwner: () => `${instance}-${++passes}`,
     base: {
-      kube: new ClientNodeKubernetesApi(connect),
+      kube: new HttpKubernetesApi(connect),
       provider,
       events: new KubeEventRecorder(connect, clock, (error, event) =>
         log.warn('could not record an Event', { reason: event.reason, error: errorMessage(error) }),

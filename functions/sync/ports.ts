@@ -51,6 +51,8 @@ export interface EnsureResult {
   readonly state: ProviderState;
   /** Come back after this many seconds (e.g. the NLB is still provisioning); no backoff growth. */
   readonly requeueAfterSeconds?: number | undefined;
+  /** Why, in words for the log; the NLB still provisioning when not given. */
+  readonly requeueReason?: string | undefined;
   readonly summary: LoadBalancerSummary;
   /** The instances registered afterwards, across all target groups, sorted. */
   readonly instances: readonly string[];
@@ -183,6 +185,8 @@ export interface ServiceRecord {
   readonly status?: LoadBalancerStatus | undefined;
   /** Hash of the hosts the LB last got. */
   readonly hostsHash?: string | undefined;
+  /** The target-node-labels selector those hosts were chosen by (canonical); undefined: all. */
+  readonly nodeSelector?: string | undefined;
   /** What the lifecycle feed was last told of this Service's LB (see sync/announce.ts). */
   readonly announced?: Announced | undefined;
   /**

@@ -4,7 +4,7 @@ import { errorKind, errorMessage, InvariantError, NotFoundError } from '../core/
 import { events } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { isBeingDeleted, serviceReference } from '../core/objects';
-import { currentEligibleHosts, type SyncDependencies } from './dependencies';
+import { hostsForService, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import type { UpdateResult } from './ports';
@@ -32,7 +32,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       return await syncService(key, deps);
     }
     deps.lifecycle.subject(service);
-    const hosts = await currentEligibleHosts(deps);
+    const hosts = await hostsForService(deps, service);
     if (record.hostsHash === hosts.hash) return done;
 
     const ref = serviceReference(service);
@@ -72,6 +72,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
         await deps.state.putService({
           ...record,
           hostsHash: hosts.hash,
+          nodeSelector: hosts.nodeSelector,
           checkpoint: undefined,
           updatedAt: deps.clock.now().toISOString(),
         });
@@ -93,6 +94,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       provider: result.state,
       announced,
       hostsHash: hosts.hash,
+      nodeSelector: hosts.nodeSelector,
       checkpoint: wasCurrent
         ? checkpointFor({ ...checkpointInput, hostsHash: hosts.hash })
         : undefined,

@@ -14,7 +14,7 @@ import {
   TerminalError,
 } from '../core/errors';
 import { canonicalJson } from '../core/hash';
-import type { HostSet } from '../core/hosts';
+import type { ServiceHostSet } from '../core/hosts';
 import { events, type ControllerEvent } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { needsUpdate } from '../core/needs-update';
@@ -27,7 +27,7 @@ import {
 import { validateLoadBalancerService } from '../core/service-validation';
 import { sameSnapshot, serviceSnapshot } from '../core/snapshot';
 import { loadBalancerStatusEqual } from '../core/status';
-import { currentEligibleHosts, type SyncDependencies } from './dependencies';
+import { hostsForService, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import {
@@ -217,7 +217,7 @@ async function ensureBranch(
   deps: SyncDependencies,
   options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
-  const hosts = await currentEligibleHosts(deps);
+  const hosts = await hostsForService(deps, service);
   const inputs = { service, claim: deps.claim, providerFingerprint: deps.provider.fingerprint };
   const checkpoint = checkpointFor({ ...inputs, hostsHash: hosts.hash });
   // Terminal errors that depend on the nodes (too many targets) are re-driven by host updates.
@@ -271,7 +271,7 @@ async function keepInSync(
 async function checkDrift(
   service: Service,
   record: ServiceRecord,
-  hosts: HostSet,
+  hosts: ServiceHostSet,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
   const ref = serviceReference(service);
@@ -324,7 +324,10 @@ async function checkDrift(
     }
     if (repairs.length > 0) await deps.events.record(ref, events.repaired(repairs));
     return result.requeueAfterSeconds !== undefined
-      ? requeueAfter(result.requeueAfterSeconds, 'load balancer is still provisioning')
+      ? requeueAfter(
+          result.requeueAfterSeconds,
+          result.requeueReason ?? 'load balancer is still provisioning',
+        )
       : done;
   }
   await deps.events.record(ref, events.repaired([...repairs, ...result.changes]));
@@ -336,7 +339,7 @@ async function ensure(
   service: Service,
   key: ServiceKey,
   record: ServiceRecord | undefined,
-  hosts: HostSet,
+  hosts: ServiceHostSet,
   checkpoint: string,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
@@ -353,6 +356,7 @@ async function ensure(
     provider: record?.provider ?? {},
     status: record?.status,
     hostsHash: record?.hostsHash,
+    nodeSelector: record?.nodeSelector,
     announced: record?.announced,
     warned: record?.warned,
     updatedAt: deps.clock.now().toISOString(),
@@ -379,7 +383,7 @@ async function completeEnsure(
   record: ServiceRecord | undefined,
   pending: ServiceRecord,
   result: EnsureResult,
-  hosts: HostSet,
+  hosts: ServiceHostSet,
   checkpoint: string | undefined,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
@@ -398,6 +402,7 @@ async function completeEnsure(
     status: result.status,
     checkpoint: provisioning ? undefined : checkpoint,
     hostsHash: hosts.hash,
+    nodeSelector: hosts.nodeSelector,
     announced,
     warned: undefined,
     updatedAt: deps.clock.now().toISOString(),
@@ -411,7 +416,10 @@ async function completeEnsure(
   }
   await patchStatusIfChanged(service, result.status, deps);
   if (result.requeueAfterSeconds !== undefined) {
-    return requeueAfter(result.requeueAfterSeconds, 'load balancer is still provisioning');
+    return requeueAfter(
+      result.requeueAfterSeconds,
+      result.requeueReason ?? 'load balancer is still provisioning',
+    );
   }
   return done;
 }

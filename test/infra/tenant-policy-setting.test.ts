@@ -40,6 +40,11 @@ describe('the tenantPolicy deployment setting', () => {
       JSON.stringify({ default: { certificateArns: ['*'] } }),
       /tenantPolicy\.default\.certificateArns\.0: .*certificate ARN pattern/,
     ],
+    [
+      'a bad security group pattern',
+      JSON.stringify({ default: { securityGroups: [''] } }),
+      /tenantPolicy\.default\.securityGroups\.0: .*security group ID or Name tag pattern/,
+    ],
   ])('refuses %s at synth, naming it', (_, given, expected) => {
     expect(() => settingsFromContext(context({ ...valid, tenantPolicy: given }))).toThrow(expected);
   });

@@ -375,6 +375,16 @@ describe('scans', () => {
     ]);
   });
 
+  it('lists each Service’s target-node-labels selector beside its host hash', async () => {
+    const lease = await take(servicePk('default/picky'), 'writer-picky');
+    await store
+      .fencedBy(lease)
+      .putService({ ...record('default/picky', 'uid-p', 'hash-p'), nodeSelector: 'role=ingress' });
+    expect(await store.listServiceHosts()).toEqual([
+      { key: 'default/picky', hostsHash: 'hash-p', nodeSelector: 'role=ingress' },
+    ]);
+  });
+
   it('lists every service item with record presence, failures, dirty flag and lease expiry', async () => {
     await storeRecord('default/a', 'uid-a', 'hash-a');
     const failing = await take(servicePk('default/b'), 'worker-b');
@@ -443,6 +453,24 @@ describe('eligible hosts', () => {
     await store.putEligibleHosts(set);
     await store.putEligibleHosts({ ...set, warnedNodes: ['node-x'] });
     expect(await store.getEligibleHosts()).toEqual({ ...set, warnedNodes: ['node-x'] });
+  });
+
+  it('keeps tracked node labels, and names chunks by them so a relabel never rewrites chunks in place', async () => {
+    const labelled = (role: string) => ({ ...host(1), labels: { role } });
+    const first = {
+      ...eligible([labelled('ingress')]),
+      labelKeys: ['role'],
+      labelsHash: 'labels-1',
+    };
+    const second = { ...first, hosts: [labelled('batch')], labelsHash: 'labels-2' };
+    await store.putEligibleHosts(first);
+    expect(await store.getEligibleHosts()).toEqual(first);
+    await store.putEligibleHosts(second);
+    expect(await store.getEligibleHosts()).toEqual(second);
+    // Same names and providerIDs (same hash), other labels: new chunks, the old ones gone.
+    expect(second.hash).toBe(first.hash);
+    expect(await store.getItem(`hosts#chunk#${first.hash}.labels-2#0`)).toBeDefined();
+    expect(await store.getItem(`hosts#chunk#${first.hash}.labels-1#0`)).toBeUndefined();
   });
 
   it('reports a set whose chunk is missing (being rewritten) as retryable', async () => {

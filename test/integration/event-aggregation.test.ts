@@ -2,6 +2,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { events } from '../../functions/core/events';
 import { KubeEventRecorder } from '../../functions/kube/event-recorder';
+import { KubeApiClient } from '../../functions/kube/kube-api-client';
+import { ClusterConnection } from '../../functions/kube/cluster-connection';
+import { kubeconfigAccess } from '../../functions/kube/kubeconfig';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 
 let server: FakeKubeApiServer;
@@ -17,13 +20,16 @@ afterEach(async () => {
 describe('Event aggregation across instances', () => {
   it('counts every repeat when several recorders bump the same Event at once', async () => {
     const api = server.kubeConfig().makeApiClient(CoreV1Api);
+    const client = new KubeApiClient(
+      new ClusterConnection(kubeconfigAccess(server.kubeconfigText())),
+    );
     const clock = { now: () => new Date('2026-11-30T12:00:00Z') };
     const errors: unknown[] = [];
     const recorders = Array.from(
       { length: 3 },
       () =>
         new KubeEventRecorder(
-          () => Promise.resolve(api),
+          () => Promise.resolve(client),
           clock,
           (error) => errors.push(error),
         ),

@@ -8,10 +8,10 @@ import {
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import {
-  ApiException,
   CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
+  type V1Node,
   type V1Service,
 } from '@kubernetes/client-node';
 import { CreateClusterCommand, EKSClient } from '@aws-sdk/client-eks';
@@ -29,8 +29,12 @@ import type { ObjectReference } from '../../functions/core/objects';
 import type { Clock } from '../../functions/sync/ports';
 import { clusterAccess, kubernetesConnector } from '../../functions/kube/connect';
 import { eventSourceComponent, KubeEventRecorder } from '../../functions/kube/event-recorder';
-import { ClientNodeKubernetesApi, translateKubeError } from '../../functions/kube/kubernetes-api';
+import { ClusterConnection } from '../../functions/kube/cluster-connection';
+import { KubeApiClient, KubeApiError } from '../../functions/kube/kube-api-client';
+import { kubeconfigAccess } from '../../functions/kube/kubeconfig';
+import { HttpKubernetesApi, translateKubeError } from '../../functions/kube/kubernetes-api';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
+import { loadProjectRbac } from '../../functions/local/project-rbac';
 import { loadBalancerService } from '../support/kube-objects';
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
@@ -46,7 +50,18 @@ class ManualClock implements Clock {
 }
 
 let server: FakeKubeApiServer;
+/** The test's own view of the cluster, through client-node. */
 let api: CoreV1Api;
+
+/** The functions' client, configured from the server's kubeconfig as the runtime's is. */
+function functionsClient(of: FakeKubeApiServer): KubeApiClient {
+  return new KubeApiClient(new ClusterConnection(kubeconfigAccess(of.kubeconfigText())));
+}
+
+async function nodeNames(client: KubeApiClient): Promise<(string | undefined)[]> {
+  const list = await client.request<{ items: V1Node[] }>({ method: 'GET', path: '/api/v1/nodes' });
+  return list.items.map((n) => n.metadata?.name);
+}
 
 beforeEach(async () => {
   server = await FakeKubeApiServer.start();
@@ -82,11 +97,12 @@ async function thrown(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe('ClientNodeKubernetesApi', () => {
-  let kube: ClientNodeKubernetesApi;
+describe('HttpKubernetesApi', () => {
+  let kube: HttpKubernetesApi;
 
   beforeEach(() => {
-    kube = ClientNodeKubernetesApi.fromKubeConfig(server.kubeConfig());
+    const client = functionsClient(server);
+    kube = new HttpKubernetesApi(() => Promise.resolve(client));
   });
 
   describe('getService', () => {
@@ -270,22 +286,23 @@ describe('ClientNodeKubernetesApi', () => {
       expect((error as Error).message).toBe(
         `patch status of service default/web: ${status} injected failure (${status})`,
       );
-      expect((error as Error).cause).toBeInstanceOf(ApiException);
+      expect((error as Error).cause).toBeInstanceOf(KubeApiError);
     });
 
     it('maps an error that is not an API answer (connection refused) to RetryableError', async () => {
       const stopped = await FakeKubeApiServer.start();
-      const unreachable = ClientNodeKubernetesApi.fromKubeConfig(stopped.kubeConfig());
+      const client = functionsClient(stopped);
+      const unreachable = new HttpKubernetesApi(() => Promise.resolve(client));
       await stopped.stop();
       const error = await thrown(unreachable.patchServiceStatus(loadBalancerService('web'), {}));
       expect(error).toBeInstanceOf(RetryableError);
-      expect((error as Error).cause).not.toBeInstanceOf(ApiException);
+      expect((error as Error).cause).not.toBeInstanceOf(KubeApiError);
       expect((error as Error).message).toMatch(/^patch status of service default\/web: .+/);
     });
 
     it('uses a Status body given as text, and the raw text when it is not JSON', () => {
-      const json = new ApiException(403, 'Forbidden', '{"message":"services is forbidden"}', {});
-      const text = new ApiException(502, 'Bad Gateway', 'upstream connect error', {});
+      const json = new KubeApiError(403, '{"message":"services is forbidden"}', 'Forbidden');
+      const text = new KubeApiError(502, 'upstream connect error', 'Bad Gateway');
       expect(translateKubeError(json, 'read').message).toBe('read: 403 services is forbidden');
       expect(translateKubeError(text, 'read').message).toBe('read: 502 upstream connect error');
     });
@@ -306,8 +323,9 @@ describe('KubeEventRecorder', () => {
   beforeEach(() => {
     clock = new ManualClock();
     errors = [];
+    const client = functionsClient(server);
     recorder = new KubeEventRecorder(
-      () => Promise.resolve(api),
+      () => Promise.resolve(client),
       clock,
       (error, event) => errors.push({ error, event }),
     );
@@ -396,8 +414,8 @@ describe('KubeEventRecorder', () => {
     await expect(recorder.record(web, events.ensuring)).resolves.toBeUndefined();
     expect(errors).toHaveLength(1);
     expect(errors[0]?.event).toBe(events.ensuring);
-    expect(errors[0]?.error).toBeInstanceOf(ApiException);
-    expect((errors[0]?.error as ApiException<unknown>).code).toBe(500);
+    expect(errors[0]?.error).toBeInstanceOf(KubeApiError);
+    expect((errors[0]?.error as KubeApiError).code).toBe(500);
     expect(await storedEvents()).toEqual([]);
   });
 
@@ -405,7 +423,7 @@ describe('KubeEventRecorder', () => {
     await recorder.record(web, events.ensuring);
     server.failNextRequests(1, 500, { method: 'PATCH' });
     await recorder.record(web, events.ensuring);
-    expect(errors.map((e) => (e.error as ApiException<unknown>).code)).toEqual([500]);
+    expect(errors.map((e) => (e.error as KubeApiError).code)).toEqual([500]);
     expect((await storedEvents())[0]?.count).toBe(1);
   });
 
@@ -417,6 +435,49 @@ describe('KubeEventRecorder', () => {
     );
     await expect(unavailable.record(web, events.deleting)).resolves.toBeUndefined();
     expect(errors.map((e) => (e.error as Error).message)).toEqual(['kubeconfig secret unreadable']);
+  });
+});
+
+describe("the functions' calls under the project's ClusterRole", () => {
+  it('makes every call of HttpKubernetesApi and KubeEventRecorder without a denial', async () => {
+    const rbac = loadProjectRbac();
+    const guarded = await FakeKubeApiServer.start({ rbac: rbac.authorizer });
+    try {
+      const admin = guarded.kubeConfig().makeApiClient(CoreV1Api);
+      const service = await admin.createNamespacedService({
+        namespace: 'default',
+        body: loadBalancerService('web'),
+      });
+      const client = new KubeApiClient(
+        new ClusterConnection(kubeconfigAccess(guarded.kubeconfigText({ as: rbac.functions }))),
+      );
+      const kube = new HttpKubernetesApi(() => Promise.resolve(client));
+      const errors: unknown[] = [];
+      const recorder = new KubeEventRecorder(
+        () => Promise.resolve(client),
+        new ManualClock(),
+        (error) => errors.push(error),
+      );
+      await kube.getService('default', 'web');
+      await kube.addFinalizer(service, upstreamFinalizer);
+      await kube.removeFinalizer(service, upstreamFinalizer);
+      await kube.patchServiceStatus(service, { ingress: [{ hostname: 'nlb.example.com' }] });
+      await kube.listNodes();
+      await kube.listServices('default');
+      await kube.namespaceLabels('default');
+      await recorder.record({ kind: 'Service', namespace: 'default', name: 'web' }, events.ensured);
+      await recorder.record({ kind: 'Service', namespace: 'default', name: 'web' }, events.ensured);
+      expect(errors).toEqual([]);
+      expect(guarded.denials).toEqual([]);
+      const calls = guarded.requests.filter(
+        (r) => r.method !== 'POST' || r.path.endsWith('/events'),
+      );
+      expect(new Set(calls.slice(1).map((r) => r.method))).toEqual(
+        new Set(['GET', 'PATCH', 'POST']),
+      );
+    } finally {
+      await guarded.stop();
+    }
   });
 });
 
@@ -510,8 +571,7 @@ describe('kubernetesConnector', () => {
     writeFileSync(path, server.kubeconfigText());
     const connect = kubernetesConnector(config({ mode: 'kubeconfig', path }), clock);
     const first = await connect();
-    const nodes = await first.listNode();
-    expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['node-0000', 'node-0001']);
+    expect(await nodeNames(first)).toEqual(['node-0000', 'node-0001']);
     expect(await connect()).toBe(first);
   });
 
@@ -526,8 +586,7 @@ describe('kubernetesConnector', () => {
     seedNodes(1);
     const secret = await kubeconfigSecret(server.kubeconfigText());
     const connect = kubernetesConnector(config({ mode: 'secret', secretArn: secret.arn }), clock);
-    const nodes = await (await connect()).listNode();
-    expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['node-0000']);
+    expect(await nodeNames(await connect())).toEqual(['node-0000']);
   });
 
   it('secret mode: keeps the kubeconfig for five minutes, then reads the secret again', async () => {
@@ -541,13 +600,13 @@ describe('kubernetesConnector', () => {
       clock.advance(5 * 60);
       const cached = await connect();
       expect(cached).toBe(first);
-      await cached.listNode();
+      await nodeNames(cached);
       expect(other.requests).toEqual([]);
 
       clock.ms += 1;
       const reread = await connect();
       expect(reread).not.toBe(first);
-      await reread.listNode();
+      await nodeNames(reread);
       expect(other.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /api/v1/nodes']);
     } finally {
       await other.stop();

@@ -322,6 +322,14 @@ describe('NlbProvider against moto', () => {
       Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op)),
     ).toEqual(['ElasticLoadBalancingV2.RemoveListenerCertificates']);
     expect(await certificates(fewer.state)).toEqual(['first (default)']);
+
+    // Down to one certificate: DescribeListeners' default certificate is enough from now on.
+    cluster.recorder.reset();
+    await ensure(tls([first]), fewer.state);
+    expect(cluster.recorder.count('DescribeListenerCertificates')).toBe(0);
+    expect(
+      Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op)),
+    ).toEqual([]);
     expectedLeft = everything;
   });
 

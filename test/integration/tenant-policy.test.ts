@@ -20,6 +20,7 @@ beforeEach(async () => {
           certificateArns: ['arn:aws:acm:*:123456789012:certificate/*'],
           maxLoadBalancerServices: 1,
           maxListeners: 2,
+          securityGroups: ['team-shared-*'],
         },
         {
           name: 'private',
@@ -110,6 +111,22 @@ describe('the tenant policy through the runtime (moto + fake API server with the
     expect(await owners()).toEqual(['elsewhere/web']);
     const served = await world.api.readNamespacedService({ name: 'web', namespace: 'elsewhere' });
     expect(served.status?.loadBalancer?.ingress?.[0]?.hostname).toBeTruthy();
+  });
+
+  it('refuses security groups the rule does not allow, before any AWS call', async () => {
+    world.aws.recorder.reset();
+    await create(
+      'team-d',
+      'own-groups',
+      annotated({ [aws('security-groups')]: 'team-shared-lb, sg-0123456789abcdef0' }),
+    );
+    await world.drain();
+    expect(await warnings('team-d', 'own-groups')).toEqual([
+      'Error syncing load balancer: tenant policy (namespace team-d, rule "tenants"): security group "sg-0123456789abcdef0" is not allowed (securityGroups)',
+    ]);
+    // Not even the lookup of the named groups: the policy decides from the annotation.
+    expect(world.aws.recorder.count('DescribeSecurityGroups')).toBe(0);
+    expect(await owners()).toEqual([]);
   });
 
   it('admits maxLoadBalancerServices per namespace, oldest first, and counts namespaces apart', async () => {

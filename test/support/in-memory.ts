@@ -393,7 +393,11 @@ export class InMemoryStateStore implements StateStore {
   listServiceHosts(): Promise<ServiceHostsState[]> {
     this.log.add('state', 'listServiceHosts');
     return Promise.resolve(
-      [...this.records.values()].map((r) => ({ key: r.key, hostsHash: r.hostsHash })),
+      [...this.records.values()].map((r) => ({
+        key: r.key,
+        hostsHash: r.hostsHash,
+        nodeSelector: r.nodeSelector,
+      })),
     );
   }
 

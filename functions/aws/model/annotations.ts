@@ -2,9 +2,12 @@ import { clipped, joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Service } from '../../core/objects';
 import { annotationSizeProblems } from '../../core/service-limits';
+import { parseNodeLabelSelector, targetNodeLabelsAnnotation } from '../../core/target-node-labels';
 import { attributeAliases, loadBalancerAttributeRules } from './load-balancer-attributes';
+import { isValidElbName } from './naming';
 import { tagProblems } from './tag-rules';
-import type { HealthCheckProtocol, Scheme } from './types';
+import { parseIPv6 } from './ipv6';
+import type { HealthCheckProtocol, IpAddressType, Scheme } from './types';
 
 export const awsPrefix = 'service.beta.kubernetes.io/aws-load-balancer-';
 const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-ranges';
@@ -12,6 +15,8 @@ const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-rang
 /** What the annotations of a Service ask for, parsed and validated. */
 export interface LoadBalancerOptions {
   scheme?: Scheme;
+  /** The NLB's name from the name annotation, used when it is created. */
+  loadBalancerName?: string;
   subnets?: string[];
   healthCheck: {
     protocol?: HealthCheckProtocol;
@@ -31,7 +36,14 @@ export interface LoadBalancerOptions {
   additionalTags: Record<string, string>;
   /** Without a prototype, so no user key can reach Object.prototype. */
   targetGroupAttributes: Record<string, string>;
+  /**
+   * From `target-group-attributes.<port>`, by Service port: laid over the common ones on that
+   * port's target group. An empty value keeps the common value, as in aws-load-balancer-controller.
+   */
+  targetGroupAttributesByPort?: ReadonlyMap<number, Readonly<Record<string, string>>>;
   proxyProtocol: boolean;
+  /** Service ports whose target groups get proxy protocol v2, all others having it off. */
+  proxyProtocolPorts?: number[];
   certificateArns: string[];
   /** Service port numbers or names that get TLS; undefined = every port when a certificate is set. */
   sslPorts?: string[];
@@ -39,12 +51,23 @@ export interface LoadBalancerOptions {
   backendProtocol: 'tcp' | 'ssl';
   eipAllocations?: string[];
   privateIPv4Addresses?: string[];
+  /** From the ip-address-type annotation; undefined is `ipv4`. */
+  ipAddressType?: IpAddressType;
+  ipv6Addresses?: string[];
   /** From the legacy annotation; spec.loadBalancerSourceRanges wins when set. */
   sourceRanges?: string[];
+  /** The path MTU discovery ICMP rules for each source range; undefined means on. */
+  pathMtuDiscovery?: boolean;
   /** ALPN policy of the TLS listeners; undefined leaves AWS's value alone. */
   alpnPolicy?: AlpnPolicy;
   /** Listener attributes by `<PROTOCOL>-<PORT>`; a key absent here is not reconciled. */
   listenerAttributes?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** Frontend security groups (IDs or Name tags) attached instead of the managed one. */
+  securityGroups?: string[];
+  /** Whether the NLB carries the cluster's backend group with the user's frontend groups. */
+  manageBackendSecurityGroupRules?: boolean;
+  /** Managed prefix lists allowed in on the listener ports of the managed security group. */
+  securityGroupPrefixLists?: string[];
 }
 
 export type Mutability =
@@ -65,9 +88,23 @@ export interface AnnotationDefinition {
   readonly apply: (value: string, options: LoadBalancerOptions, name: string) => string | undefined;
   /** Set when the name ends in a part the user chooses: every annotation under this prefix. */
   readonly namePrefix?: string;
+  /**
+   * The same annotation in the other controllers, each a short phrase: `same`, `differs: <how>`
+   * or `not supported: <why>` (rendered as columns of docs/annotations.md).
+   */
+  readonly compared: AnnotationComparison;
+}
+
+/** How an annotation compares with aws-load-balancer-controller's and cloud-provider-aws's. */
+export interface AnnotationComparison {
+  readonly albc: string;
+  readonly cloudProviderAws: string;
 }
 
 const awsName = (suffix: string) => `${awsPrefix}${suffix}`;
+
+/** An NLB takes at most this many security groups (the backend group counts too). */
+export const securityGroupsPerLoadBalancer = 5;
 
 function list(value: string): string[] {
   return value
@@ -163,13 +200,59 @@ const targetGroupAttributeRules = new Map<string, (v: string) => boolean>([
     'load_balancing.cross_zone.enabled',
     (v) => ['true', 'false', 'use_load_balancer_configuration'].includes(v),
   ],
+  // Target group health thresholds; a count goes up to the targets a target group can hold.
+  [
+    'target_group_health.dns_failover.minimum_healthy_targets.count',
+    (v) => v === 'off' || integerIn(v, 1, 1000) !== undefined,
+  ],
+  [
+    'target_group_health.dns_failover.minimum_healthy_targets.percentage',
+    (v) => v === 'off' || integerIn(v, 1, 100) !== undefined,
+  ],
+  [
+    'target_group_health.unhealthy_state_routing.minimum_healthy_targets.count',
+    (v) => integerIn(v, 1, 1000) !== undefined,
+  ],
+  [
+    'target_group_health.unhealthy_state_routing.minimum_healthy_targets.percentage',
+    (v) => v === 'off' || integerIn(v, 1, 100) !== undefined,
+  ],
+  // Network Load Balancers only: what happens to connections of a target that turns unhealthy.
+  [
+    'target_health_state.unhealthy.connection_termination.enabled',
+    (v) => booleanValue(v) !== undefined,
+  ],
+  [
+    'target_health_state.unhealthy.draining_interval_seconds',
+    (v) => integerIn(v, 0, 360000) !== undefined,
+  ],
 ]);
+
+/** Problems with target group attributes as `key=value,…`; empty values allowed where they mean "keep". */
+function targetGroupAttributeProblem(
+  attributes: ReadonlyMap<string, string>,
+  allowEmpty: boolean,
+): string | undefined {
+  for (const [key, value] of attributes) {
+    const rule = targetGroupAttributeRules.get(key);
+    if (rule === undefined) return `unsupported attribute ${quoted(key)}`;
+    if (!(allowEmpty && value === '') && !rule(value))
+      return `invalid value ${quoted(value)} for ${key}`;
+  }
+  return undefined;
+}
+
+const targetGroupAttributesPrefix = `${awsPrefix}target-group-attributes.`;
 
 /**
  * A legacy annotation that sets one load balancer attribute: same value rules, and a terminal
  * error when it disagrees with the attributes annotation (checked when both are known).
  */
-function attributeAlias(suffix: string, description: string): AnnotationDefinition {
+function attributeAlias(
+  suffix: string,
+  description: string,
+  compared: AnnotationComparison,
+): AnnotationDefinition {
   const name = awsName(suffix);
   const key = attributeAliases.get(name) ?? '';
   const rule = loadBalancerAttributeRules.get(key) ?? (() => false);
@@ -179,6 +262,7 @@ function attributeAlias(suffix: string, description: string): AnnotationDefiniti
     default: 'AWS default, not reconciled while unset',
     mutability: 'in place',
     description: `${description} Alias of \`${key}\` in the attributes annotation; the two must agree.`,
+    compared,
     apply: (value, o) => {
       if (!rule(value))
         return key.endsWith('.enabled') ? 'must be "true" or "false"' : `invalid value for ${key}`;
@@ -192,6 +276,11 @@ function attributeAlias(suffix: string, description: string): AnnotationDefiniti
 export const annotationRegistry: readonly AnnotationDefinition[] = [
   {
     name: awsName('scheme'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'not supported: cloud-provider-aws reads only the legacy `internal` annotation (default internet-facing)',
+    },
     values: '`internal` | `internet-facing`',
     default: 'the deployment default (`internal` unless configured)',
     mutability: 'replaces the load balancer',
@@ -205,7 +294,31 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
+    name: awsName('name'),
+    compared: {
+      albc: "differs: the name is checked against all of AWS's rules before anything is made, and a name another load balancer holds is refused instead of taken over (its issue 2533); a later change is ignored in both",
+      cloudProviderAws: 'not supported: cloud-provider-aws names the NLB from the Service UID',
+    },
+    values:
+      'at most 32 letters, digits and hyphens; no hyphen first or last; not starting with `internal-`',
+    default: 'derived: `k8s-<namespace>-<name>-<hash>`',
+    mutability: 'at creation only',
+    description:
+      'Name of the NLB when it is created. A change later is ignored: the NLB keeps its name and DNS name. Ownership is still by tags: a name another load balancer already has stops the sync with a Warning naming its holder, and that load balancer is never changed or deleted.',
+    apply: (value, o) => {
+      if (!isValidElbName(value)) {
+        return 'must be 1 to 32 letters, digits and hyphens, neither starting nor ending with a hyphen, and not starting with "internal-"';
+      }
+      o.loadBalancerName = value;
+      return undefined;
+    },
+  },
+  {
     name: awsName('internal'),
+    compared: {
+      albc: 'differs: a value other than `true` or `false` is an error there; here anything but `false` means internal',
+      cloudProviderAws: 'same',
+    },
     values: '`true` | `false`',
     default: 'unset',
     mutability: 'replaces the load balancer',
@@ -218,6 +331,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('subnets'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'differs: cloud-provider-aws applies it at creation only; here a change moves the NLB with SetSubnets',
+    },
     values: 'comma-separated subnet IDs or Name tags, one per Availability Zone',
     default:
       'discovered by the `kubernetes.io/role/elb` (internet-facing) or `kubernetes.io/role/internal-elb` (internal) tag in the cluster VPC',
@@ -232,6 +350,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-protocol'),
+    compared: {
+      albc: 'differs: for UDP-only ports the default here is HTTP to kube-proxy (TCP on the traffic port there, which a UDP port cannot answer)',
+      cloudProviderAws:
+        'differs: for UDP-only ports the default here is HTTP to kube-proxy (TCP on the traffic port there, which a UDP port cannot answer)',
+    },
     values: '`TCP` | `HTTP` | `HTTPS`',
     default: '`TCP`; `HTTP` for externalTrafficPolicy Local and for UDP-only ports',
     mutability: 'in place',
@@ -246,6 +369,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-port'),
+    compared: {
+      albc: "differs: a named Service port is accepted there, only a number or `traffic-port` here; for UDP-only ports the default here is kube-proxy's 10256",
+      cloudProviderAws: "differs: for UDP-only ports the default here is kube-proxy's 10256",
+    },
     values: '`traffic-port` or a port number',
     default:
       '`traffic-port`; the healthCheckNodePort for externalTrafficPolicy Local; 10256 (kube-proxy) for UDP-only ports',
@@ -261,6 +388,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-path'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'same',
+    },
     values: 'a path starting with `/`',
     default: '`/` (`/healthz` for externalTrafficPolicy Local and UDP-only ports)',
     mutability: 'in place',
@@ -274,6 +405,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-interval'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'differs: default 30 s there, and a change replaces the target group',
+    },
     values: '5–300 (seconds)',
     default: '10',
     mutability: 'in place',
@@ -287,6 +422,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-timeout'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'differs: parsed but never sent to AWS there',
+    },
     values: '2–120 (seconds)',
     default: '10 for TCP, 6 for HTTP(S)',
     mutability: 'in place',
@@ -300,6 +439,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-healthy-threshold'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'same',
+    },
     values: '2–10',
     default: '3 (2 for externalTrafficPolicy Local)',
     mutability: 'in place',
@@ -313,6 +456,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-unhealthy-threshold'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'differs: sent to AWS there only when the healthy threshold changes too',
+    },
     values: '2–10',
     default: '3 (2 for externalTrafficPolicy Local)',
     mutability: 'in place',
@@ -326,6 +473,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('healthcheck-success-codes'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no such annotation',
+    },
     values: 'HTTP codes, e.g. `200` or `200-399` or `200,204`',
     default: '`200-399`',
     mutability: 'in place',
@@ -342,6 +493,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('attributes'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'not supported: cloud-provider-aws has only the cross-zone and access-log annotations',
+    },
     values: `\`key=value,...\` with keys ${[...loadBalancerAttributeRules.keys()]
       .map((k) => `\`${k}\``)
       .join(', ')}`,
@@ -361,12 +517,31 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
       return undefined;
     },
   },
-  attributeAlias('cross-zone-load-balancing-enabled', 'Load balancing across Availability Zones.'),
-  attributeAlias('access-log-enabled', 'Access logs to S3 (needs a bucket).'),
-  attributeAlias('access-log-s3-bucket-name', 'S3 bucket of the access logs.'),
-  attributeAlias('access-log-s3-bucket-prefix', 'Prefix of the access logs in their bucket.'),
+  attributeAlias('cross-zone-load-balancing-enabled', 'Load balancing across Availability Zones.', {
+    albc: 'same (deprecated there in favour of the attributes annotation)',
+    cloudProviderAws:
+      "differs: without it cloud-provider-aws forces cross-zone off; here AWS's value is left alone",
+  }),
+  attributeAlias('access-log-enabled', 'Access logs to S3 (needs a bucket).', {
+    albc: 'same (deprecated there in favour of the attributes annotation)',
+    cloudProviderAws:
+      "differs: without it cloud-provider-aws forces access logs off; here AWS's value is left alone",
+  }),
+  attributeAlias('access-log-s3-bucket-name', 'S3 bucket of the access logs.', {
+    albc: 'same (deprecated there in favour of the attributes annotation)',
+    cloudProviderAws: 'same',
+  }),
+  attributeAlias('access-log-s3-bucket-prefix', 'Prefix of the access logs in their bucket.', {
+    albc: 'same (deprecated there in favour of the attributes annotation)',
+    cloudProviderAws: 'same',
+  }),
   {
     name: awsName('additional-resource-tags'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'differs: set at creation only there, never reconciled; keys without `=value` are accepted there',
+    },
     values:
       "`key=value,key2=value2`: at most 45 tags with the deployment's, keys ≤ 128 and values ≤ 256 characters",
     default: 'none',
@@ -384,6 +559,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('target-group-attributes'),
+    compared: {
+      albc: 'differs: keys and values are checked before any AWS call here; `proxy_protocol_v2.enabled` is left as AWS has it while unset, where it is forced to `false` there',
+      cloudProviderAws:
+        'differs: cloud-provider-aws accepts only `preserve_client_ip.enabled` and `proxy_protocol_v2.enabled`',
+    },
     values: `\`key=value,...\` with keys ${[...targetGroupAttributeRules.keys()]
       .map((k) => `\`${k}\``)
       .join(', ')}`,
@@ -393,11 +573,8 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     apply: (value, o) => {
       const attributes = keyValues(value);
       if (typeof attributes === 'string') return attributes;
-      for (const [key, attributeValue] of attributes) {
-        const rule = targetGroupAttributeRules.get(key);
-        if (rule === undefined) return `unsupported attribute ${quoted(key)}`;
-        if (!rule(attributeValue)) return `invalid value ${quoted(attributeValue)} for ${key}`;
-      }
+      const problem = targetGroupAttributeProblem(attributes, false);
+      if (problem !== undefined) return problem;
       o.targetGroupAttributes = bareRecord([
         ...Object.entries(o.targetGroupAttributes),
         ...attributes,
@@ -406,7 +583,39 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
+    name: `${targetGroupAttributesPrefix}<PORT>`,
+    namePrefix: targetGroupAttributesPrefix,
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no per-port target group attributes',
+    },
+    values: 'as `target-group-attributes`; an empty value keeps the value for all ports',
+    default: 'the `target-group-attributes` values',
+    mutability: 'in place',
+    description:
+      'Target group attributes of one Service port, e.g. `…target-group-attributes.443: deregistration_delay.timeout_seconds=120`, laid over `target-group-attributes` for that port. A port the Service does not have is an error.',
+    apply: (value, o, name) => {
+      const port = integerIn(name.slice(targetGroupAttributesPrefix.length), 1, 65535);
+      if (port === undefined) return 'the name must end in a Service port number from 1 to 65535';
+      const attributes = keyValues(value);
+      if (typeof attributes === 'string') return attributes;
+      if (attributes.size === 0) return 'must list at least one key=value';
+      const problem = targetGroupAttributeProblem(attributes, true);
+      if (problem !== undefined) return problem;
+      o.targetGroupAttributesByPort = new Map([
+        ...(o.targetGroupAttributesByPort ?? []),
+        [port, bareRecord(attributes)],
+      ]);
+      return undefined;
+    },
+  },
+  {
     name: awsName('proxy-protocol'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'not supported for NLBs: Classic Load Balancers only there (NLBs use `proxy_protocol_v2.enabled` in the target group attributes)',
+    },
     values: '`*`',
     default: 'off',
     mutability: 'in place',
@@ -418,7 +627,61 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
+    name: awsName('proxy-protocol-per-target-group'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no per-port proxy protocol',
+    },
+    values: 'comma-separated Service port numbers',
+    default: 'unset',
+    mutability: 'in place',
+    description:
+      'Proxy protocol v2 on the target groups of the listed Service ports, and off on all others (over the target-group-attributes annotation). `proxy-protocol: "*"` wins over it. A port the Service does not have is ignored, as in aws-load-balancer-controller.',
+    apply: (value, o) => {
+      const ports = list(value).map((port) => integerIn(port, 1, 65535));
+      if (ports.length === 0 || ports.includes(undefined))
+        return 'must be Service port numbers from 1 to 65535, separated by commas';
+      o.proxyProtocolPorts = ports.filter((port) => port !== undefined);
+      return undefined;
+    },
+  },
+  {
+    name: awsName('enable-icmp-for-path-mtu-discovery'),
+    compared: {
+      albc: 'differs: on by default here; there the ICMP rules are added only with `on`',
+      cloudProviderAws:
+        'differs: cloud-provider-aws has no annotation and adds the ICMP rule to the node security groups',
+    },
+    values: '`on` | `off`',
+    default: '`on`',
+    mutability: 'in place',
+    description:
+      'Whether the managed security group lets path MTU discovery through from each source range: ICMP "fragmentation needed" (type 3, code 4), and ICMPv6 "packet too big" (type 2) for IPv6 ranges. Without it, clients behind a smaller MTU can hang on large responses, so it is on unless turned off.',
+    apply: (value, o) => {
+      if (value !== 'on' && value !== 'off') return 'must be "on" or "off"';
+      o.pathMtuDiscovery = value === 'on';
+      return undefined;
+    },
+  },
+  {
+    name: awsName('enable-tcp-udp-listener'),
+    compared: {
+      albc: 'differs: TCP and UDP on one port become a `TCP_UDP` listener here without it; there only with `true`',
+      cloudProviderAws: 'not supported: cloud-provider-aws refuses mixed protocols',
+    },
+    values: '`true` | `false`',
+    default: 'unset',
+    mutability: 'n/a',
+    description:
+      'Accepted for compatibility: TCP and UDP on the same port always become one `TCP_UDP` listener here.',
+    apply: (value) => (booleanValue(value) === undefined ? 'must be "true" or "false"' : undefined),
+  },
+  {
     name: awsName('ssl-cert'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'differs: one certificate only there',
+    },
     values: 'comma-separated ACM or IAM certificate ARNs; the first is the default certificate',
     default: 'none (no TLS)',
     mutability: 'in place',
@@ -439,6 +702,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('ssl-ports'),
+    compared: {
+      albc: 'differs: `*` matches no port there; here it means every port',
+      cloudProviderAws: 'same',
+    },
     values: 'comma-separated Service port numbers or names, or `*`',
     default: 'every port, when a certificate is set',
     mutability: 'in place',
@@ -452,6 +719,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('ssl-negotiation-policy'),
+    compared: {
+      albc: 'differs: default `ELBSecurityPolicy-2016-08` there',
+      cloudProviderAws: "differs: AWS's default policy there",
+    },
     values: 'an ELBv2 security policy name',
     default: 'the deployment default (`ELBSecurityPolicy-TLS13-1-2-2021-06`)',
     mutability: 'in place',
@@ -464,6 +735,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('backend-protocol'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'same (its `http` and `https` values are for Classic Load Balancers)',
+    },
     values: '`tcp` | `ssl`',
     default: '`tcp`',
     mutability: 'replaces target groups (make-before-break)',
@@ -476,6 +751,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('alpn-policy'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no ALPN annotation',
+    },
     values: alpnPolicies.map((p) => `\`${p}\``).join(' | '),
     default: 'AWS default (`None`), not reconciled while unset',
     mutability: 'in place',
@@ -489,6 +768,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: `${listenerAttributesPrefix}<PROTOCOL>-<PORT>`,
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no listener attributes annotation',
+    },
     namePrefix: listenerAttributesPrefix,
     values: `\`key=value,...\` with keys ${[...listenerAttributeRules]
       .map(([key, r]) => `\`${key}\` (${r.rule}; ${r.protocols.join(', ')} listeners)`)
@@ -524,6 +807,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('eip-allocations'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'same',
+    },
     values: 'comma-separated Elastic IP allocation IDs, one per subnet',
     default: 'none (AWS-assigned addresses)',
     mutability: 'at creation only',
@@ -539,6 +826,10 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('private-ipv4-addresses'),
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'same',
+    },
     values: 'comma-separated IPv4 addresses, one per subnet',
     default: 'none (AWS-assigned addresses)',
     mutability: 'at creation only',
@@ -553,7 +844,74 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     },
   },
   {
+    name: awsName('security-groups'),
+    values: 'comma-separated security group IDs (`sg-…`) or `Name` tag values, in the cluster VPC',
+    default: 'none: a managed security group per NLB',
+    mutability: 'in place',
+    description:
+      "The NLB's frontend security groups, attached instead of the managed one (which is detached and deleted). A name matches the `Name` tag, not the group name, and must match exactly one group in the cluster VPC. These groups are never changed or deleted by the controller; source ranges and prefix lists are then ignored, as in aws-load-balancer-controller. The NLB also carries the cluster's backend security group when `manage-backend-security-group-rules` is `true`. Tenant policy: `securityGroups`.",
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'differs: cloud-provider-aws takes it only with NLBSecurityGroupMode=Managed, and keeps node rules CIDR-based',
+    },
+    apply: (value, o) => {
+      const groups = [...new Set(list(value))];
+      if (groups.length === 0) return 'must name at least one security group';
+      if (groups.length > securityGroupsPerLoadBalancer)
+        return `names ${groups.length} security groups; an NLB takes at most ${securityGroupsPerLoadBalancer}`;
+      const bad = groups.find((g) => !/^[\x20-\x7e]{1,255}$/.test(g));
+      if (bad !== undefined) return `${quoted(bad)} is not a security group ID or Name tag`;
+      o.securityGroups = groups;
+      return undefined;
+    },
+  },
+  {
+    name: awsName('manage-backend-security-group-rules'),
+    values: '`true` | `false`',
+    default:
+      '`false` with `security-groups`; ignored without it (the managed group always comes with the backend group)',
+    mutability: 'in place',
+    description:
+      "With `security-groups`: `true` attaches the cluster's backend security group beside the user's groups, so the node security groups, which allow that group on the NodePort range (installed once per cluster), let the NLB's traffic and health checks in. `false` attaches only the user's groups: the user makes the node security groups allow them.",
+    compared: {
+      albc: 'differs: the node security group rules that allow the backend group are made once per cluster at install, not per Service',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no backend security group',
+    },
+    apply: (value, o) => {
+      const enabled = booleanValue(value);
+      if (enabled === undefined) return 'must be "true" or "false"';
+      o.manageBackendSecurityGroupRules = enabled;
+      return undefined;
+    },
+  },
+  {
+    name: awsName('security-group-prefix-lists'),
+    values: 'comma-separated managed prefix list IDs (`pl-…`)',
+    default: 'none',
+    mutability: 'in place',
+    description:
+      "Managed prefix lists allowed in on every listener port of the managed security group, beside the source ranges. Without source ranges the default `0.0.0.0/0` is then left out, as in aws-load-balancer-controller. Ignored with `security-groups`. AWS counts each prefix list as its maximum number of entries against the group's rule quota; the controller counts it as one rule per port.",
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws has no prefix list annotation',
+    },
+    apply: (value, o) => {
+      const ids = [...new Set(list(value))];
+      const bad = ids.find((id) => !/^pl-[0-9a-f]{8,17}$/.test(id));
+      if (ids.length === 0 || bad !== undefined)
+        return `${quoted(bad ?? value)} is not a managed prefix list ID such as pl-0123456789abcdef0`;
+      o.securityGroupPrefixLists = ids.sort();
+      return undefined;
+    },
+  },
+  {
     name: awsName('type'),
+    compared: {
+      albc: 'differs: `nlb-ip` (ip targets) is refused here',
+      cloudProviderAws:
+        'differs: `external` hands the Service to another controller there, and no annotation means a Classic Load Balancer',
+    },
     values: '`nlb` | `external`',
     default: 'unset',
     mutability: 'n/a',
@@ -565,7 +923,28 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
         : 'only "nlb" and "external" are supported (Classic ELB and "nlb-ip" are not)',
   },
   {
+    name: targetNodeLabelsAnnotation,
+    compared: {
+      albc: 'same',
+      cloudProviderAws:
+        'differs: a key without a value (`key` or `key=`) matches any value of that label there; here `key` alone is an error and `key=` matches only an empty value',
+    },
+    values: 'comma-separated `key=value` node labels',
+    default: 'every eligible node',
+    mutability: 'in place',
+    description:
+      'Only eligible nodes carrying every listed label become targets of this Service. Node changes still cost one RegisterTargets (or DeregisterTargets) per affected target group, and only the Services whose selection changed get a host update.',
+    apply: (value) => {
+      const parsed = parseNodeLabelSelector(value);
+      return 'problem' in parsed ? parsed.problem : undefined;
+    },
+  },
+  {
     name: awsName('nlb-target-type'),
+    compared: {
+      albc: 'differs: only `instance` here: `ip` targets (Pods through EndpointSlices) are a separate design',
+      cloudProviderAws: 'not supported: instance targets only there, with no annotation',
+    },
     values: '`instance`',
     default: '`instance`',
     mutability: 'n/a',
@@ -574,18 +953,53 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   },
   {
     name: awsName('ip-address-type'),
-    values: '`ipv4`',
+    values: '`ipv4` | `dualstack`',
     default: '`ipv4`',
-    mutability: 'n/a',
-    description: 'Accepted for compatibility; only IPv4 NLBs are supported.',
-    apply: (value) => (value === 'ipv4' ? undefined : 'only "ipv4" is supported'),
+    mutability: 'in place',
+    description:
+      'Whether clients reach the NLB over IPv4 only or over IPv4 and IPv6. `dualstack` needs subnets with an IPv6 CIDR: discovered subnets without one are passed over, named ones are an error. Source ranges may then be IPv6 CIDRs; without ranges the security group allows `0.0.0.0/0` and `::/0`. AWS refuses UDP and TCP_UDP listeners on a dualstack NLB without IPv6 source NAT, which is not supported, so such a Service is an error. Targets are still reached over IPv4 (instance targets).',
+    compared: {
+      albc: 'same (`dualstack-without-public-ipv4` is for ALBs in both)',
+      cloudProviderAws: 'not supported: cloud-provider-aws makes IPv4 NLBs only',
+    },
+    apply: (value, o) => {
+      if (value === 'dualstack-without-public-ipv4')
+        return 'only Application Load Balancers support "dualstack-without-public-ipv4"; use "dualstack"';
+      if (value !== 'ipv4' && value !== 'dualstack') return 'must be "ipv4" or "dualstack"';
+      o.ipAddressType = value;
+      return undefined;
+    },
+  },
+  {
+    name: awsName('ipv6-addresses'),
+    values: "comma-separated IPv6 addresses, one in each subnet's IPv6 CIDR",
+    default: 'none (AWS-assigned addresses)',
+    mutability: 'at creation only',
+    description:
+      'Static IPv6 addresses of a dualstack NLB, either scheme. Each is matched to the subnet whose IPv6 CIDR holds it, so the order does not matter; every subnet needs exactly one.',
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'not supported: cloud-provider-aws makes IPv4 NLBs only',
+    },
+    apply: (value, o) => {
+      const ips = list(value);
+      const bad = ips.find((ip) => parseIPv6(ip) === undefined);
+      if (ips.length === 0 || bad !== undefined)
+        return `${quoted(bad ?? value)} is not an IPv6 address`;
+      o.ipv6Addresses = ips;
+      return undefined;
+    },
   },
   {
     name: legacySourceRanges,
-    values: 'comma-separated IPv4 CIDRs',
-    default: '`0.0.0.0/0`',
+    values: 'comma-separated IPv4 CIDRs, and IPv6 CIDRs on a dualstack NLB',
+    default: '`0.0.0.0/0` (and `::/0` on a dualstack NLB)',
     mutability: 'in place',
     description: 'Client CIDRs allowed in when spec.loadBalancerSourceRanges is empty.',
+    compared: {
+      albc: 'same',
+      cloudProviderAws: 'differs: IPv6 CIDRs are accepted only on dualstack NLBs, which it lacks',
+    },
     apply: (value, o) => {
       o.sourceRanges = list(value);
       return undefined;

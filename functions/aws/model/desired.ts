@@ -1,9 +1,16 @@
 import { joinProblems, quoted } from '../../core/echo';
-import { TerminalError } from '../../core/errors';
+import { InvariantError, TerminalError } from '../../core/errors';
 import type { Host } from '../../core/hosts';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
 import type { Service } from '../../core/objects';
-import type { LoadBalancerOptions } from './annotations';
+import { awsPrefix, securityGroupsPerLoadBalancer, type LoadBalancerOptions } from './annotations';
+import {
+  dualstackListenerProblems,
+  ipAddressTypeOf,
+  ipv6AddressesBySubnet,
+  pathMtuRule,
+  splitByFamily,
+} from './dualstack';
 import { mergeLoadBalancerAttributes } from './load-balancer-attributes';
 import { loadBalancerName, resourceTags, securityGroupName, targetGroupName } from './naming';
 import { sourceRanges } from './source-ranges';
@@ -40,6 +47,8 @@ export interface DesiredInput {
   readonly subnets: readonly SubnetRef[];
   /** Whether the last sync turned stickiness on for spec.sessionAffinity (provider state). */
   readonly stickinessFromAffinityApplied?: boolean | undefined;
+  /** The security-groups annotation resolved to IDs by the caller (one EC2 read). */
+  readonly frontendSecurityGroupIds?: readonly string[] | undefined;
 }
 
 /** AWS quotas the model must respect (not adjustable, or adjustable only on request). */
@@ -66,7 +75,9 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
   const ports = collect(problems, () => loadBalancerPorts(service)) ?? [];
   const tlsPorts =
     collect(problems, () => tlsPortNumbers(service, options, ports)) ?? new Set<number>();
-  const cidrs = collect(problems, () => sourceRanges(service, options)) ?? [];
+  const cidrs = clientPeers(input, collect(problems, () => sourceRanges(service, options)) ?? []);
+  const prefixLists = options.securityGroups ? [] : (options.securityGroupPrefixLists ?? []);
+  const groups = collect(problems, () => securityGroupChoice(input));
   const subnetMappings = collect(problems, () => mappings(input, scheme)) ?? [];
   const loadBalancerAttributes =
     collect(problems, () =>
@@ -107,6 +118,10 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
       attributes: {
         ...stickinessFor(input, tls || protocol === 'TLS'),
         ...options.targetGroupAttributes,
+        ...nonEmpty(options.targetGroupAttributesByPort?.get(port.port)),
+        ...(options.proxyProtocolPorts !== undefined
+          ? { 'proxy_protocol_v2.enabled': String(options.proxyProtocolPorts.includes(port.port)) }
+          : {}),
         ...(options.proxyProtocol ? { 'proxy_protocol_v2.enabled': 'true' } : {}),
       },
       tags: resourceTags(settings.clusterName, service, `target-group:${key}`, extraTags),
@@ -125,18 +140,34 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
     });
   }
   problems.push(...unknownListenerProblems(options, listeners));
+  problems.push(...unknownTargetGroupPortProblems(options, ports));
+  problems.push(...dualstackListenerProblems(ipAddressTypeOf(options), listeners));
   // Counted before any rule is built: ranges × listeners can run to millions (issue 19).
-  const ruleCount = ingressRuleCount(listeners, cidrs.length);
-  if (ruleCount > limits.inboundRulesPerSecurityGroup) {
-    problems.push(
-      `${cidrs.length} source ranges on ${listeners.length} listeners need ${ruleCount} security group rules, more than the ${limits.inboundRulesPerSecurityGroup} a security group allows; use fewer, wider ranges`,
-    );
+  // AWS counts IPv4 and IPv6 rules apart, each against the quota.
+  const families = splitByFamily(cidrs);
+  for (const [family, ranges] of Object.entries(families)) {
+    const lists = family === 'ipv4' ? prefixLists.length : 0;
+    const ruleCount =
+      ingressRuleCount(listeners, ranges.length) + prefixListRuleCount(listeners, lists);
+    if (ruleCount > limits.inboundRulesPerSecurityGroup) {
+      const named = families.ipv6.length === 0 ? '' : family === 'ipv6' ? 'IPv6 ' : 'IPv4 ';
+      const listed = lists > 0 ? ` and ${lists} prefix lists` : '';
+      problems.push(
+        `${ranges.length} ${named}source ranges${listed} on ${listeners.length} listeners need ${ruleCount} security group rules, more than the ${limits.inboundRulesPerSecurityGroup} a security group allows; use fewer, wider ranges`,
+      );
+    }
   }
   if (problems.length > 0) throw new TerminalError(joinProblems(problems));
-  const ingress = ingressRules(listeners, cidrs);
+  const pathMtu = options.pathMtuDiscovery !== false;
+  const ingress = [
+    ...ingressRules(listeners, cidrs, pathMtu),
+    ...prefixListRules(listeners, prefixLists),
+  ];
   return {
-    name: loadBalancerName(settings.clusterName, service, scheme),
+    name: options.loadBalancerName ?? loadBalancerName(settings.clusterName, service, scheme),
+    ...(options.loadBalancerName !== undefined ? { nameFromAnnotation: true } : {}),
     scheme,
+    ipAddressType: ipAddressTypeOf(options),
     subnetMappings,
     securityGroup: {
       name: securityGroupName(settings.clusterName, service),
@@ -145,7 +176,8 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
       ingress,
       tags: resourceTags(settings.clusterName, service, 'security-group', extraTags),
     },
-    backendSecurityGroupId: settings.backendSecurityGroupId,
+    ...(groups?.frontend !== undefined ? { frontendSecurityGroupIds: groups.frontend } : {}),
+    backendSecurityGroupId: groups?.backend,
     attributes: loadBalancerAttributes,
     tags: resourceTags(settings.clusterName, service, 'load-balancer', extraTags),
     listeners,
@@ -153,9 +185,78 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
   };
 }
 
+/**
+ * Who the managed group lets in. With the user's groups, nobody: they replace it (and source
+ * ranges and prefix lists are ignored, as in ALBC). Prefix lists without any source range leave
+ * out the everyone-default, as in ALBC.
+ */
+function clientPeers(input: DesiredInput, cidrs: string[]): string[] {
+  const { service, options } = input;
+  if (options.securityGroups !== undefined) return [];
+  const rangesGiven =
+    (service.spec?.loadBalancerSourceRanges?.length ?? 0) > 0 ||
+    (options.sourceRanges?.length ?? 0) > 0;
+  return (options.securityGroupPrefixLists?.length ?? 0) > 0 && !rangesGiven ? [] : cidrs;
+}
+
+/**
+ * The NLB's security groups besides the managed one, as ALBC chooses them: the managed group
+ * always comes with the cluster's backend group; the user's groups come with it only when
+ * manage-backend-security-group-rules is true (ALBC's default there is false).
+ */
+function securityGroupChoice(input: DesiredInput): {
+  frontend?: readonly string[];
+  backend?: string | undefined;
+} {
+  const { options, settings } = input;
+  if (options.securityGroups === undefined) return { backend: settings.backendSecurityGroupId };
+  const frontend = input.frontendSecurityGroupIds;
+  if (frontend === undefined)
+    throw new InvariantError('the security-groups annotation reached the model unresolved');
+  const manage = options.manageBackendSecurityGroupRules === true;
+  const backend = manage ? settings.backendSecurityGroupId : undefined;
+  if (manage && backend === undefined) {
+    throw new TerminalError(
+      `annotation ${awsPrefix}manage-backend-security-group-rules: "true" needs the cluster's backend security group, and this deployment has none configured; set it to "false" and let the node security groups allow your groups`,
+    );
+  }
+  const ids = [...new Set(frontend)].sort();
+  const total = new Set([...ids, ...(backend !== undefined ? [backend] : [])]).size;
+  if (total > securityGroupsPerLoadBalancer) {
+    throw new TerminalError(
+      `annotation ${awsPrefix}security-groups: ${ids.length} groups and the cluster's backend group make ${total}, and an NLB takes at most ${securityGroupsPerLoadBalancer}; name fewer groups or set ${awsPrefix}manage-backend-security-group-rules to "false"`,
+    );
+  }
+  return { frontend: ids, backend };
+}
+
 /** The target-group-attributes annotation decides stickiness once it names any stickiness key. */
 function annotatesStickiness(options: LoadBalancerOptions): boolean {
-  return Object.keys(options.targetGroupAttributes).some((key) => key.startsWith('stickiness.'));
+  return [
+    options.targetGroupAttributes,
+    ...(options.targetGroupAttributesByPort?.values() ?? []),
+  ].some((attributes) => Object.keys(attributes).some((key) => key.startsWith('stickiness.')));
+}
+
+/** The attributes with a value: an empty one in a per-port annotation keeps the common value. */
+function nonEmpty(
+  attributes: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(attributes ?? {}).filter(([, value]) => value !== ''));
+}
+
+/** `target-group-attributes.<port>` naming a port the Service does not have: a typo to report. */
+function unknownTargetGroupPortProblems(
+  options: LoadBalancerOptions,
+  ports: readonly { readonly port: number }[],
+): string[] {
+  const known = ports.map((p) => p.port);
+  return [...(options.targetGroupAttributesByPort?.keys() ?? [])]
+    .filter((port) => !known.includes(port))
+    .map(
+      (port) =>
+        `annotation service.beta.kubernetes.io/aws-load-balancer-target-group-attributes.${port}: the Service has no port ${port} (its ports: ${known.join(', ') || 'none'})`,
+    );
 }
 
 /** Whether spec.sessionAffinity asks for stickiness that the annotation leaves to us. */
@@ -307,14 +408,19 @@ function mappings(input: DesiredInput, scheme: Scheme): SubnetMapping[] {
       );
     }
   }
+  const ipv6 = collect(problems, () => ipv6AddressesBySubnet(options, subnets));
   if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return [...subnets]
     .sort((a, b) => a.availabilityZone.localeCompare(b.availabilityZone))
-    .map((subnet, i) => ({
-      subnetId: subnet.subnetId,
-      ...(eips ? { allocationId: eips[i] } : {}),
-      ...(privateIps ? { privateIPv4Address: privateIps[i] } : {}),
-    }));
+    .map((subnet, i) => {
+      const ipv6Address = ipv6?.get(subnet.subnetId);
+      return {
+        subnetId: subnet.subnetId,
+        ...(eips ? { allocationId: eips[i] } : {}),
+        ...(privateIps ? { privateIPv4Address: privateIps[i] } : {}),
+        ...(ipv6Address !== undefined ? { ipv6Address } : {}),
+      };
+    });
 }
 
 /** The security group protocols a listener needs: TCP_UDP takes two rules per range. */
@@ -332,13 +438,36 @@ export function ingressRuleCount(listeners: readonly DesiredListener[], cidrCoun
   return cidrCount * perRange;
 }
 
+/** How many rules `prefixListRules` would make: AWS weighs each by its maximum entries. */
+function prefixListRuleCount(listeners: readonly DesiredListener[], count: number): number {
+  return count * listeners.reduce((sum, listener) => sum + ruleProtocols(listener).length, 0);
+}
+
+/** Each prefix list on each listener port; no ICMP rule, as in ALBC, to spare the rule quota. */
+function prefixListRules(
+  listeners: readonly DesiredListener[],
+  prefixLists: readonly string[],
+): IngressRule[] {
+  return prefixLists.flatMap((cidr) =>
+    listeners.flatMap((listener) =>
+      ruleProtocols(listener).map((protocol): IngressRule => ({
+        protocol,
+        fromPort: listener.port,
+        toPort: listener.port,
+        cidr,
+      })),
+    ),
+  );
+}
+
 /**
  * Client access through the NLB's own security group: each listener port to each source range,
- * plus ICMP "fragmentation needed" so path MTU discovery works through the NLB.
+ * plus the ICMP (or ICMPv6) rule path MTU discovery needs through the NLB.
  */
 function ingressRules(
   listeners: readonly DesiredListener[],
   cidrs: readonly string[],
+  pathMtu: boolean,
 ): IngressRule[] {
   const rules: IngressRule[] = [];
   for (const cidr of cidrs) {
@@ -347,7 +476,7 @@ function ingressRules(
         rules.push({ protocol, fromPort: listener.port, toPort: listener.port, cidr });
       }
     }
-    rules.push({ protocol: 'icmp', fromPort: 3, toPort: 4, cidr });
+    if (pathMtu) rules.push(pathMtuRule(cidr));
   }
   return rules;
 }

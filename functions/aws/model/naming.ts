@@ -104,7 +104,10 @@ export function withNamingVersion(
   if (version === currentNamingVersion) return desired;
   return {
     ...desired,
-    name: loadBalancerName(clusterName, service, desired.scheme, version),
+    name:
+      desired.nameFromAnnotation === true
+        ? desired.name
+        : loadBalancerName(clusterName, service, desired.scheme, version),
     securityGroup: {
       ...desired.securityGroup,
       name: securityGroupName(clusterName, service, version),

@@ -6,6 +6,7 @@ import type {
   DesiredTargetGroup,
   HealthCheck,
   IngressRule,
+  IpAddressType,
   Observed,
   SubnetMapping,
   Tags,
@@ -26,6 +27,8 @@ export type Step =
   | { readonly kind: 'createSecurityGroup'; readonly group: DesiredSecurityGroup }
   | { readonly kind: 'authorizeIngress'; readonly rules: readonly IngressRule[] }
   | { readonly kind: 'revokeIngress'; readonly rules: readonly IngressRule[] }
+  /** The managed group, once the user's groups replace it on the NLB. */
+  | { readonly kind: 'deleteSecurityGroup'; readonly id: string }
   | { readonly kind: 'createTargetGroup'; readonly targetGroup: DesiredTargetGroup }
   /** CreateTargetGroup returns an existing group of the same name and settings: check it is ours. */
   | { readonly kind: 'verifyCreatedTargetGroups' }
@@ -44,6 +47,7 @@ export type Step =
   | { readonly kind: 'createLoadBalancer'; readonly loadBalancer: DesiredLoadBalancer }
   | { readonly kind: 'setSubnets'; readonly subnetMappings: readonly SubnetMapping[] }
   | { readonly kind: 'setSecurityGroups'; readonly securityGroupIds: 'desired' }
+  | { readonly kind: 'setIpAddressType'; readonly ipAddressType: IpAddressType }
   | { readonly kind: 'modifyLoadBalancerAttributes'; readonly attributes: Tags }
   | { readonly kind: 'createListener'; readonly listener: DesiredListener }
   | { readonly kind: 'modifyListener'; readonly arn: string; readonly listener: DesiredListener }
@@ -111,7 +115,11 @@ export function planChanges(
 
   // Security group: create it, or bring its rules in line (new rules first, stale ones last).
   const sg = observed.securityGroup;
-  if (sg === undefined) {
+  const frontend = desired.frontendSecurityGroupIds;
+  if (frontend !== undefined) {
+    // The user's groups replace ours: detached by SetSecurityGroups first, then deleted.
+    if (sg !== undefined) cleanup.push({ kind: 'deleteSecurityGroup', id: sg.id });
+  } else if (sg === undefined) {
     early.push({ kind: 'createSecurityGroup', group: desired.securityGroup });
     if (desired.securityGroup.ingress.length > 0) {
       early.push({ kind: 'authorizeIngress', rules: desired.securityGroup.ingress });
@@ -180,10 +188,15 @@ export function planChanges(
     if (wantedSubnets.join() !== [...lb.subnetIds].sort().join()) {
       balancer.push({ kind: 'setSubnets', subnetMappings: desired.subnetMappings });
     }
-    const wantedGroups = [sg?.id ?? '', desired.backendSecurityGroupId ?? '']
+    // In place, after any subnet change: dualstack needs the new subnets' IPv6 CIDRs.
+    if ((lb.ipAddressType ?? 'ipv4') !== desired.ipAddressType) {
+      balancer.push({ kind: 'setIpAddressType', ipAddressType: desired.ipAddressType });
+    }
+    const wantedGroups = [...(frontend ?? [sg?.id ?? '']), desired.backendSecurityGroupId ?? '']
       .filter(Boolean)
       .sort();
-    if (sg === undefined || wantedGroups.join() !== [...lb.securityGroupIds].sort().join()) {
+    const groupsUnknown = frontend === undefined && sg === undefined;
+    if (groupsUnknown || wantedGroups.join() !== [...lb.securityGroupIds].sort().join()) {
       balancer.push({ kind: 'setSecurityGroups', securityGroupIds: 'desired' });
     }
     const attributes = changedEntries(desired.attributes, lb.attributes ?? {});
@@ -277,19 +290,22 @@ export function planChanges(
 /**
  * Elastic IPs and private addresses are fixed when the NLB is created. A change cannot be applied
  * in place, and replacing the NLB would change its DNS name behind the user's back: say so instead.
+ * Only the kinds of address the Service pins are compared: AWS reports the addresses it assigned
+ * too (an internal NLB's IPv4, a dualstack NLB's IPv6), and those are not a change.
  */
 function pinnedAddressesChange(
   desired: DesiredLoadBalancer,
   observed: readonly SubnetMapping[],
 ): string | undefined {
+  const pins = ['allocationId', 'privateIPv4Address', 'ipv6Address'] as const;
+  const pinned = desired.subnetMappings.filter((m) => pins.some((field) => m[field]));
+  const pinnedFields = pins.filter((field) => pinned.some((m) => m[field]));
   const key = (m: SubnetMapping) =>
-    `${m.subnetId}=${m.allocationId ?? ''}/${m.privateIPv4Address ?? ''}`;
-  const wanted = desired.subnetMappings
-    .filter((m) => m.allocationId || m.privateIPv4Address)
-    .map(key)
-    .sort();
-  if (wanted.length === 0 || wanted.join() === observed.map(key).sort().join()) return undefined;
-  return 'annotations service.beta.kubernetes.io/aws-load-balancer-eip-allocations and -private-ipv4-addresses apply only when the load balancer is created; to change the addresses, delete and re-create the Service';
+    `${m.subnetId}=${pinnedFields.map((field) => m[field] ?? '').join('/')}`;
+  const found = observed.filter((m) => pinnedFields.some((field) => m[field]));
+  if (pinned.length === 0 || pinned.map(key).sort().join() === found.map(key).sort().join())
+    return undefined;
+  return 'annotations service.beta.kubernetes.io/aws-load-balancer-eip-allocations, -private-ipv4-addresses and -ipv6-addresses apply only when the load balancer is created; to change the addresses, delete and re-create the Service';
 }
 
 /** Listeners go before the target groups they pointed at; rules are revoked last. */
@@ -298,8 +314,9 @@ function orderCleanup(steps: Step[]): Step[] {
     deleteListener: 0,
     deleteTargetGroup: 1,
     revokeIngress: 2,
+    deleteSecurityGroup: 3,
   };
-  return [...steps].sort((a, b) => (rank[a.kind] ?? 3) - (rank[b.kind] ?? 3));
+  return [...steps].sort((a, b) => (rank[a.kind] ?? 4) - (rank[b.kind] ?? 4));
 }
 
 export function ruleKey(rule: IngressRule): string {

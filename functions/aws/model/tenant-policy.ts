@@ -31,6 +31,11 @@ export interface TenantRule {
   readonly certificateArns?: readonly string[] | undefined;
   /** Elastic IP allocation ID patterns (`eipalloc-…`, `*` allowed). */
   readonly eipAllocations?: readonly string[] | undefined;
+  /**
+   * Patterns for the security-groups annotation's values as written: group IDs (`sg-0ab*`) or
+   * Name tags (`team-a-*`). A name pattern trusts whoever may set Name tags in the VPC.
+   */
+  readonly securityGroups?: readonly string[] | undefined;
   /** LoadBalancer Services this controller serves in one namespace. */
   readonly maxLoadBalancerServices?: number | undefined;
   /** Listeners (distinct Service port numbers) of one load balancer. */
@@ -61,6 +66,8 @@ export interface TenantRequest {
   readonly scheme: Scheme;
   readonly certificateArns: readonly string[];
   readonly eipAllocations?: readonly string[] | undefined;
+  /** The security-groups annotation's IDs and Name tags. */
+  readonly securityGroups?: readonly string[] | undefined;
   readonly listeners: number;
 }
 
@@ -114,6 +121,13 @@ export function policyViolations(rule: TenantRule, request: TenantRequest): stri
     for (const id of request.eipAllocations ?? []) {
       if (!eips.some((pattern) => wildcardMatches(pattern, id)))
         problems.push(`Elastic IP allocation ${quoted(id)} is not allowed (eipAllocations)`);
+    }
+  }
+  const groups = rule.securityGroups;
+  if (groups !== undefined) {
+    for (const group of request.securityGroups ?? []) {
+      if (!groups.some((pattern) => wildcardMatches(pattern, group)))
+        problems.push(`security group ${quoted(group)} is not allowed (securityGroups)`);
     }
   }
   return problems;
@@ -188,4 +202,6 @@ export const patternSyntax = {
   certificateArn:
     /^arn:(aws[a-z-]*|\*):(acm|iam|\*):[a-z0-9*-]*:(\d{12}|\*|):[A-Za-z0-9*/_+=.,@-]+$/,
   eipAllocation: /^eipalloc-[0-9a-f*]{1,17}$/,
+  // A Name tag value: up to 255 printable characters (no commas, which split the annotation).
+  securityGroup: /^[\x20-\x2b\x2d-\x7e]{1,255}$/,
 } as const;

@@ -4,6 +4,8 @@ export type Scheme = 'internal' | 'internet-facing';
 export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
 export type TargetGroupProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
 export type HealthCheckProtocol = 'TCP' | 'HTTP' | 'HTTPS';
+/** The address families of an NLB's frontend (`dualstack-without-public-ipv4` is for ALBs only). */
+export type IpAddressType = 'ipv4' | 'dualstack';
 
 export interface HealthCheck {
   readonly protocol: HealthCheckProtocol;
@@ -24,17 +26,20 @@ export type Tags = Readonly<Record<string, string>>;
 export interface SubnetRef {
   readonly subnetId: string;
   readonly availabilityZone: string;
+  /** Associated IPv6 CIDRs; absent for subnets resolved without them (an ipv4 NLB's). */
+  readonly ipv6CidrBlocks?: readonly string[] | undefined;
 }
 
 export interface SubnetMapping {
   readonly subnetId: string;
   readonly allocationId?: string | undefined;
   readonly privateIPv4Address?: string | undefined;
+  readonly ipv6Address?: string | undefined;
 }
 
 /** One inbound security group rule: a protocol and port (or ICMP type/code) open to one peer. */
 export interface IngressRule {
-  readonly protocol: 'tcp' | 'udp' | 'icmp';
+  readonly protocol: 'tcp' | 'udp' | 'icmp' | 'icmpv6';
   /** The port, or for ICMP the type. */
   readonly fromPort: number;
   /** The port, or for ICMP the code. */
@@ -87,9 +92,20 @@ export interface DesiredSecurityGroup {
 
 export interface DesiredLoadBalancer {
   readonly name: string;
+  /**
+   * Set when the name comes from the name annotation: no hash of the Service keeps it apart from
+   * other load balancers, so a created NLB is checked to be ours before it is recorded.
+   */
+  readonly nameFromAnnotation?: boolean;
   readonly scheme: Scheme;
+  readonly ipAddressType: IpAddressType;
   readonly subnetMappings: readonly SubnetMapping[];
   readonly securityGroup: DesiredSecurityGroup;
+  /**
+   * The user's frontend groups (security-groups annotation, resolved to IDs): attached instead of
+   * `securityGroup`, which is then neither created nor kept. Never changed by us.
+   */
+  readonly frontendSecurityGroupIds?: readonly string[] | undefined;
   /** The cluster's shared backend security group, which node security groups allow. */
   readonly backendSecurityGroupId?: string | undefined;
   /** Only the load balancer attributes we manage. */
@@ -136,6 +152,8 @@ export interface ObservedLoadBalancer {
   readonly name: string;
   readonly dnsName: string;
   readonly scheme: Scheme;
+  /** From DescribeLoadBalancers (no extra read); undefined is taken as `ipv4`. */
+  readonly ipAddressType?: string | undefined;
   readonly subnetIds: readonly string[];
   /** Elastic IP allocations and private addresses pinned per subnet (fixed at creation). */
   readonly pinnedAddresses: readonly SubnetMapping[];

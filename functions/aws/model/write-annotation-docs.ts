@@ -27,18 +27,22 @@ function cell(text: string): string {
 
 function row(definition: AnnotationDefinition): string {
   const change = `[${definition.mutability}](#${mutabilitySections[definition.mutability]})`;
-  return `| \`${definition.name}\` | ${cell(definition.values)} | ${cell(definition.default)} | ${change} | ${cell(definition.description)} |`;
+  const { albc, cloudProviderAws } = definition.compared;
+  return `| \`${definition.name}\` | ${cell(definition.values)} | ${cell(definition.default)} | ${change} | ${cell(definition.description)} | ${cell(albc)} | ${cell(cloudProviderAws)} |`;
 }
 
 export function annotationTable(
   registry: readonly AnnotationDefinition[] = annotationRegistry,
 ): string {
   return [
-    '| annotation | values | default | a change after creation | what it does |',
-    '| --- | --- | --- | --- | --- |',
+    '| annotation | values | default | a change after creation | what it does | in aws-load-balancer-controller | in cloud-provider-aws |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...registry.map(row),
   ].join('\n');
 }
+
+/** How a comparison cell must start: the other controller has it the same, differently or not. */
+export const comparisonPattern = /^(same\b|differs: \S|not supported\b.*: \S)/;
 
 /** The generated part of the document, between the markers; undefined when they are missing. */
 export function generatedTable(doc: string): string | undefined {

@@ -263,6 +263,13 @@ export async function negativeCases(): Promise<NegativeCase[]> {
       }),
     ),
     functions(
+      "another cluster's NLB: SetIpAddressType",
+      sdk('ElasticLoadBalancingV2', 'SetIpAddressType', {
+        LoadBalancerArn: foreignLb,
+        IpAddressType: 'dualstack',
+      }),
+    ),
+    functions(
       "another cluster's NLB: CreateListener on it",
       sdk('ElasticLoadBalancingV2', 'CreateListener', {
         LoadBalancerArn: foreignLb,
@@ -352,7 +359,8 @@ export async function negativeCases(): Promise<NegativeCase[]> {
       'CreateLoadBalancer tagged for another cluster',
       createLb('k8s-default-web-0a1b2c3d4e', otherCluster),
     ),
-    functions('CreateLoadBalancer named outside k8s-*', createLb('prod-web', ours)),
+    // A name of the Service's choosing (aws-load-balancer-name) is allowed with our tags only.
+    functions('CreateLoadBalancer with its own name, untagged', createLb('prod-web', {})),
     functions(
       'CreateTargetGroup without the cluster tag',
       sdk(
@@ -485,11 +493,15 @@ export async function positiveControls(): Promise<NegativeCase[]> {
       sdk('ElasticLoadBalancingV2', 'DeleteLoadBalancer', { LoadBalancerArn: ourLb }),
     ),
     functions(
-      'our NLB: SetSecurityGroups, SetSubnets, ModifyLoadBalancerAttributes',
+      'our NLB: SetSecurityGroups, SetSubnets, SetIpAddressType, ModifyLoadBalancerAttributes',
       Promise.all([
         sdk('ElasticLoadBalancingV2', 'SetSecurityGroups', {
           LoadBalancerArn: ourLb,
           SecurityGroups: [ourGroup],
+        }),
+        sdk('ElasticLoadBalancingV2', 'SetIpAddressType', {
+          LoadBalancerArn: ourLb,
+          IpAddressType: 'dualstack',
         }),
         sdk('ElasticLoadBalancingV2', 'SetSubnets', {
           LoadBalancerArn: ourLb,

@@ -48,6 +48,9 @@ function parseError(annotations: Record<string, string>): TerminalError {
 /** Valid values for every annotation, with the options they give. */
 const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
   [aws('scheme'), 'internet-facing', { scheme: 'internet-facing' }],
+  // Read by the core (per-Service host sets): the registry validates it and sets no option.
+  [aws('target-node-labels'), 'example.com/role=ingress, zone=a', {}],
+  [aws('enable-icmp-for-path-mtu-discovery'), 'off', { pathMtuDiscovery: false }],
   [aws('scheme'), 'internal', { scheme: 'internal' }],
   [aws('internal'), 'true', { scheme: 'internal' }],
   [aws('internal'), 'false', { scheme: 'internet-facing' }],
@@ -151,6 +154,18 @@ const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
   ],
   [aws('alpn-policy'), 'HTTP2Preferred', { alpnPolicy: 'HTTP2Preferred' }],
   [aws('alpn-policy'), 'None', { alpnPolicy: 'None' }],
+  [aws('name'), 'shop-frontend', { loadBalancerName: 'shop-frontend' }],
+  [aws('proxy-protocol-per-target-group'), '80, 443', { proxyProtocolPorts: [80, 443] }],
+  [aws('enable-tcp-udp-listener'), 'true', {}],
+  [
+    aws('target-group-attributes.443'),
+    'deregistration_delay.timeout_seconds=120,preserve_client_ip.enabled=',
+    {
+      targetGroupAttributesByPort: new Map([
+        [443, { 'deregistration_delay.timeout_seconds': '120', 'preserve_client_ip.enabled': '' }],
+      ]),
+    },
+  ],
   [
     aws('listener-attributes.TCP-8080'),
     'tcp.idle_timeout.seconds=6000',
@@ -168,11 +183,29 @@ const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
     '10.0.1.10,10.0.2.10',
     { privateIPv4Addresses: ['10.0.1.10', '10.0.2.10'] },
   ],
+  [
+    aws('security-groups'),
+    'sg-0123456789abcdef0, team-a lb, sg-0123456789abcdef0',
+    { securityGroups: ['sg-0123456789abcdef0', 'team-a lb'] },
+  ],
+  [aws('manage-backend-security-group-rules'), 'true', { manageBackendSecurityGroupRules: true }],
+  [aws('manage-backend-security-group-rules'), 'false', { manageBackendSecurityGroupRules: false }],
+  [
+    aws('security-group-prefix-lists'),
+    'pl-00000001, pl-0123456789abcdef0',
+    { securityGroupPrefixLists: ['pl-00000001', 'pl-0123456789abcdef0'] },
+  ],
   // Accepted for compatibility only: they change no option.
   [aws('type'), 'nlb', {}],
   [aws('type'), 'external', {}],
   [aws('nlb-target-type'), 'instance', {}],
-  [aws('ip-address-type'), 'ipv4', {}],
+  [aws('ip-address-type'), 'ipv4', { ipAddressType: 'ipv4' }],
+  [aws('ip-address-type'), 'dualstack', { ipAddressType: 'dualstack' }],
+  [
+    aws('ipv6-addresses'),
+    '2600:1f18:1:1::a, 2600:1F18:1:2::A',
+    { ipv6Addresses: ['2600:1f18:1:1::a', '2600:1F18:1:2::A'] },
+  ],
   [
     legacySourceRanges,
     '10.0.0.0/8, 192.168.0.0/16',
@@ -204,6 +237,9 @@ describe('parseAnnotations: valid values', () => {
 /** Invalid values for every annotation that validates at parse time. */
 const invalidCases: [string, string][] = [
   [aws('scheme'), 'public'],
+  [aws('target-node-labels'), 'role'],
+  [aws('enable-icmp-for-path-mtu-discovery'), 'true'],
+  [aws('target-node-labels'), 'zone=a,zone=b'],
   [aws('subnets'), ' , '],
   [aws('healthcheck-protocol'), 'UDP'],
   [aws('healthcheck-port'), '0'],
@@ -244,6 +280,10 @@ const invalidCases: [string, string][] = [
   [aws('additional-resource-tags'), `k=${'v'.repeat(257)}`],
   [aws('target-group-attributes'), 'slow_start.duration_seconds=30'],
   [aws('alpn-policy'), 'HTTP2'],
+  [aws('name'), 'internal-shop'],
+  [aws('proxy-protocol-per-target-group'), '*'],
+  [aws('enable-tcp-udp-listener'), 'on'],
+  [aws('target-group-attributes.443'), 'stickiness.type=lb_cookie'],
   [aws('listener-attributes.TCP-80'), 'tcp.idle_timeout.seconds=30'],
   [aws('listener-attributes.TLS-443'), 'tcp.idle_timeout.seconds=600'],
   [aws('listener-attributes.TCP80'), 'tcp.idle_timeout.seconds=600'],
@@ -260,10 +300,19 @@ const invalidCases: [string, string][] = [
   [aws('eip-allocations'), '52.1.2.3'],
   [aws('private-ipv4-addresses'), '10.0.1.300'],
   [aws('private-ipv4-addresses'), '10.0.1.10,fd00::1'],
+  [aws('security-groups'), ''],
+  [aws('security-groups'), 'sg-1,sg-2,sg-3,sg-4,sg-5,sg-6'],
+  [aws('security-groups'), 'caf\u00e9'],
+  [aws('manage-backend-security-group-rules'), 'yes'],
+  [aws('security-group-prefix-lists'), 'pl-xyz'],
+  [aws('security-group-prefix-lists'), 'sg-0123456789abcdef0'],
   [aws('type'), 'nlb-ip'],
   [aws('type'), 'classic'],
   [aws('nlb-target-type'), 'ip'],
-  [aws('ip-address-type'), 'dualstack'],
+  [aws('ip-address-type'), 'dualstack-without-public-ipv4'],
+  [aws('ip-address-type'), 'ipv6'],
+  [aws('ipv6-addresses'), '10.0.1.10'],
+  [aws('ipv6-addresses'), '2600:1f18::1,2600:1f18::/64'],
 ];
 
 describe('parseAnnotations: invalid values', () => {
@@ -299,12 +348,12 @@ describe('parseAnnotations: invalid values', () => {
     const error = parseError({
       [aws('scheme')]: 'public',
       [aws('healthcheck-interval')]: '1',
-      [aws('security-groups')]: 'sg-1',
+      [aws('no-such-option')]: 'x',
       [aws('proxy-protocol')]: '*',
     });
     expect(error.message).toContain(`annotation ${aws('scheme')}: invalid value "public"`);
     expect(error.message).toContain(`annotation ${aws('healthcheck-interval')}: invalid value "1"`);
-    expect(error.message).toContain(`annotation ${aws('security-groups')} is not supported`);
+    expect(error.message).toContain(`annotation ${aws('no-such-option')} is not supported`);
     expect(error.message.split('; ')).toHaveLength(3);
   });
 });

@@ -1,4 +1,3 @@
-import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { translateAwsError } from '../../../functions/aws/aws-errors';
 import {
@@ -8,6 +7,7 @@ import {
   RetryableError,
   TerminalError,
 } from '../../../functions/core/errors';
+import { KubeApiError } from '../../../functions/kube/kube-api-client';
 import { translateKubeError } from '../../../functions/kube/kubernetes-api';
 
 /** Shaped like the SDK's ServiceException: the code is the error's name. */
@@ -67,7 +67,7 @@ describe('AWS errors by what fixes them (DESIGN §4)', () => {
 
 describe('Kubernetes API errors by what fixes them', () => {
   const apiError = (code: number) =>
-    new ApiException(code, 'refused', JSON.stringify({ message: `status ${code}` }), {});
+    new KubeApiError(code, JSON.stringify({ message: `status ${code}` }), 'refused');
 
   it.each([
     [401, 'permission'],

@@ -326,6 +326,20 @@ describe('security group ingress', () => {
     ]);
   });
 
+  it('leaves the ICMP rule out with enable-icmp-for-path-mtu-discovery: off, and keeps it with on', () => {
+    const withIcmp = (value: string) =>
+      build({
+        service: {
+          annotations: {
+            'service.beta.kubernetes.io/aws-load-balancer-enable-icmp-for-path-mtu-discovery':
+              value,
+          },
+        },
+      }).securityGroup.ingress;
+    expect(withIcmp('off')).toEqual([rule('tcp', 80, '0.0.0.0/0'), rule('tcp', 443, '0.0.0.0/0')]);
+    expect(withIcmp('on')).toEqual(build().securityGroup.ingress);
+  });
+
   it('opens tcp and udp for a TCP_UDP port and udp for a UDP port', () => {
     const desired = build({ service: { ports: [...dnsPorts, udpPort] } });
     expect(desired.securityGroup.ingress).toEqual([

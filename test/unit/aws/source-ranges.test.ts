@@ -95,7 +95,7 @@ describe('sourceRanges', () => {
     expect(() => rangesOf(['10.0.0.0/8', '10.0.0.1/8', 'fd00::/8'])).toThrow(
       new TerminalError(
         `${specField}: "10.0.0.1/8" has host bits set; did you mean 10.0.0.0/8?; ` +
-          `${specField}: "fd00::/8" is an IPv6 range; only IPv4 Network Load Balancers are supported`,
+          `${specField}: "fd00::/8" is an IPv6 range: an ipv4 load balancer takes IPv4 ranges only; set annotation service.beta.kubernetes.io/aws-load-balancer-ip-address-type: dualstack to let IPv6 clients in`,
       ),
     );
   });

@@ -130,6 +130,22 @@ describe('policyViolations', () => {
       ['Elastic IP allocation "eipalloc-0bbb2222" is not allowed (eipAllocations)'],
     ],
     [
+      'security groups by ID and Name tag pattern allowed',
+      { securityGroups: ['sg-0aaa*', 'team-a-*'] },
+      { securityGroups: ['sg-0aaa1111', 'team-a-lb'] },
+      [],
+    ],
+    [
+      'security group not allowed',
+      { securityGroups: ['team-a-*'] },
+      { securityGroups: ['team-a-lb', 'sg-0bbb2222', 'team-b-lb'] },
+      [
+        'security group "sg-0bbb2222" is not allowed (securityGroups)',
+        'security group "team-b-lb" is not allowed (securityGroups)',
+      ],
+    ],
+    ['no security group annotation', { securityGroups: [] }, {}, []],
+    [
       'every problem at once',
       { internetFacing: false, maxListeners: 1, eipAllocations: [] },
       { scheme: 'internet-facing', listeners: 2, eipAllocations: ['eipalloc-0aaa1111'] },

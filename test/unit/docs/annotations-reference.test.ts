@@ -9,6 +9,7 @@ import {
   parseAnnotations,
 } from '../../../functions/aws/model/annotations';
 import { ownershipTags } from '../../../functions/aws/model/naming';
+import { labelsDigestKey } from '../../../functions/forwarder/fingerprints';
 import {
   annotationTable,
   generatedTable,
@@ -35,6 +36,8 @@ const keyPattern =
 /** Keys in those domains that name something other than an annotation. */
 const notAnnotations = new Set<string>([
   ...Object.values(ownershipTags),
+  // A key in the forwarder's compact copy of a Node, never on a Kubernetes object.
+  labelsDigestKey,
   classFinalizer,
   defaultLoadBalancerClass,
 ]);

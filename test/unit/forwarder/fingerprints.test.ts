@@ -13,7 +13,11 @@ import {
   type NodePolicy,
 } from '../../../functions/core/node-policy';
 import type { Node, Service } from '../../../functions/core/objects';
-import { nodeFingerprint, serviceFingerprint } from '../../../functions/forwarder/fingerprints';
+import {
+  labelsDigestKey,
+  nodeFingerprint,
+  serviceFingerprint,
+} from '../../../functions/forwarder/fingerprints';
 import { makeNode, makeService } from '../../support/core-objects';
 
 const claims: readonly ClaimPolicy[] = [
@@ -105,6 +109,8 @@ const nodes: readonly Node[] = [
   }),
   makeNode('a', { instanceId: 'i-0000000000000000a', unschedulable: true }),
   makeNode('a', { instanceId: 'i-0000000000000000a', labels: { unrelated: 'x' } }),
+  // Any label may select targets (target-node-labels): a changed value must get through.
+  makeNode('a', { instanceId: 'i-0000000000000000a', labels: { unrelated: 'y' } }),
   makeNode('a', {
     instanceId: 'i-0000000000000000a',
     labels: { [excludeFromLoadBalancersLabel]: '' },
@@ -216,7 +222,7 @@ describe('forwarder fingerprints', () => {
     expect(serviceFingerprint(makeService(), claim)).not.toBe(a);
   });
 
-  it('drop node fields no filter reads (labels, images, heartbeats)', () => {
+  it('drop node fields no filter reads (images, heartbeats), and keep other labels as one digest', () => {
     const node = makeNode('a', { labels: { team: 'x', [excludeFromLoadBalancersLabel]: '' } });
     const fingerprint = nodeFingerprint({
       ...node,
@@ -227,7 +233,10 @@ describe('forwarder fingerprints', () => {
         ],
       },
     });
-    expect(fingerprint.metadata?.labels).toEqual({ [excludeFromLoadBalancersLabel]: '' });
+    expect(fingerprint.metadata?.labels).toEqual({
+      [excludeFromLoadBalancersLabel]: '',
+      [labelsDigestKey]: expect.stringMatching(/^[\w-]{22}$/) as unknown,
+    });
     expect(fingerprint.status?.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
   });
 });

@@ -1,0 +1,82 @@
+import {
+  DescribeSecurityGroupsCommand,
+  type EC2Client,
+  type Filter,
+  type SecurityGroup,
+} from '@aws-sdk/client-ec2';
+import { joinProblems, quoted } from '../core/echo';
+import { TerminalError } from '../core/errors';
+import { translateAwsError } from './aws-errors';
+import { awsPrefix } from './model/annotations';
+
+const annotation = `${awsPrefix}security-groups`;
+
+const isGroupId = (value: string) => /^sg-[0-9a-f]{8,17}$/.test(value);
+
+/**
+ * The security-groups annotation's IDs and Name tags as group IDs, in the annotation's order. One
+ * DescribeSecurityGroups for IDs and one for names (each only when the annotation has some). An
+ * unknown group, one in another VPC, or a name that more than one group in the VPC carries is a
+ * TerminalError naming every such value: nothing is attached until the annotation is fixed.
+ */
+export async function resolveFrontendSecurityGroups(
+  ec2: EC2Client,
+  vpcId: string,
+  values: readonly string[],
+): Promise<string[]> {
+  const ids = values.filter(isGroupId);
+  const names = values.filter((value) => !isGroupId(value));
+  let byId: SecurityGroup[];
+  let byName: SecurityGroup[];
+  try {
+    // A group-id filter, not GroupIds: an unknown ID is then missing from the answer, not an
+    // error that hides which of several IDs is wrong.
+    byId = ids.length > 0 ? await describe(ec2, [{ Name: 'group-id', Values: ids }]) : [];
+    byName =
+      names.length > 0
+        ? await describe(ec2, [
+            { Name: 'vpc-id', Values: [vpcId] },
+            { Name: 'tag:Name', Values: names },
+          ])
+        : [];
+  } catch (error) {
+    throw translateAwsError(error, 'describe the security groups of the annotation');
+  }
+  const problems: string[] = [];
+  const resolved = new Map<string, string>();
+  for (const id of ids) {
+    const group = byId.find((g) => g.GroupId === id);
+    if (group === undefined) problems.push(`security group ${id} does not exist`);
+    else if (group.VpcId !== vpcId)
+      problems.push(`security group ${id} is in ${group.VpcId ?? 'another VPC'}, not in ${vpcId}`);
+    else resolved.set(id, id);
+  }
+  for (const name of names) {
+    const matches = byName.filter((g) => g.Tags?.some((t) => t.Key === 'Name' && t.Value === name));
+    const [only] = matches;
+    if (only?.GroupId === undefined) {
+      problems.push(`no security group in ${vpcId} has the Name tag ${quoted(name)}`);
+    } else if (matches.length > 1) {
+      problems.push(
+        `${matches.length} security groups in ${vpcId} have the Name tag ${quoted(name)} (${matches.map((g) => g.GroupId ?? '').join(', ')}); name one by its ID`,
+      );
+    } else resolved.set(name, only.GroupId);
+  }
+  if (problems.length > 0) {
+    throw new TerminalError(`annotation ${annotation}: ${joinProblems(problems)}`);
+  }
+  return values.map((value) => resolved.get(value) ?? '');
+}
+
+async function describe(ec2: EC2Client, filters: Filter[]): Promise<SecurityGroup[]> {
+  const groups: SecurityGroup[] = [];
+  let token: string | undefined;
+  do {
+    const page = await ec2.send(
+      new DescribeSecurityGroupsCommand({ Filters: filters, NextToken: token }),
+    );
+    groups.push(...(page.SecurityGroups ?? []));
+    token = page.NextToken || undefined;
+  } while (token !== undefined);
+  return groups;
+}

@@ -1,0 +1,92 @@
+import type { Service } from './objects';
+
+/**
+ * aws-load-balancer-controller's annotation: only nodes carrying every listed label are targets of
+ * the Service's load balancer. The core reads it because it decides each Service's host set.
+ */
+export const targetNodeLabelsAnnotation =
+  'service.beta.kubernetes.io/aws-load-balancer-target-node-labels';
+
+/** Label key → value that a node must carry, every pair of it. Empty means every node. */
+export type NodeLabelSelector = Readonly<Record<string, string>>;
+
+const labelName = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Kubernetes' rule for a label key: an optional DNS-subdomain prefix and a name of ≤ 63. */
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash === -1 ? undefined : key.slice(0, slash);
+  const name = slash === -1 ? key : key.slice(slash + 1);
+  if (prefix !== undefined && (prefix.length > 253 || !dnsSubdomain.test(prefix))) {
+    return `label key "${key}" has an invalid prefix`;
+  }
+  if (name === '' || name.length > 63 || !labelName.test(name)) {
+    return `"${key}" is not a valid label key`;
+  }
+  return undefined;
+}
+
+/**
+ * Parses `key1=value1, key2=value2` (aws-load-balancer-controller's format): the selector, or a
+ * message saying what is wrong. A key given twice with different values could never match.
+ */
+export function parseNodeLabelSelector(
+  value: string,
+): { readonly selector: NodeLabelSelector } | { readonly problem: string } {
+  const selector: Record<string, string> = Object.create(null) as Record<string, string>;
+  const pairs = value
+    .split(',')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== '');
+  if (pairs.length === 0) return { problem: 'expected key=value pairs separated by commas' };
+  for (const pair of pairs) {
+    const equals = pair.indexOf('=');
+    if (equals === -1) return { problem: `"${pair}" is not a key=value pair` };
+    const key = pair.slice(0, equals).trim();
+    const labelValue = pair.slice(equals + 1).trim();
+    const keyProblem = labelKeyProblem(key);
+    if (keyProblem !== undefined) return { problem: keyProblem };
+    if (labelValue.length > 63 || !labelName.test(labelValue)) {
+      return { problem: `"${labelValue}" is not a valid label value` };
+    }
+    if (key in selector && selector[key] !== labelValue) {
+      return { problem: `label ${key} is given two values` };
+    }
+    selector[key] = labelValue;
+  }
+  return { selector };
+}
+
+/**
+ * The Service's selector in one canonical string (`k1=v1,k2=v2`, keys sorted), or undefined when
+ * it selects every node. An invalid annotation selects every node here: the provider refuses the
+ * Service with a terminal Warning before any target is registered.
+ */
+export function nodeSelectorOf(service: Service): string | undefined {
+  const value = service.metadata?.annotations?.[targetNodeLabelsAnnotation];
+  if (value === undefined) return undefined;
+  const parsed = parseNodeLabelSelector(value);
+  if ('problem' in parsed) return undefined;
+  return Object.keys(parsed.selector)
+    .sort()
+    .map((key) => `${key}=${parsed.selector[key] ?? ''}`)
+    .join(',');
+}
+
+/** The canonical string back as a selector. */
+export function selectorFromCanonical(canonical: string): NodeLabelSelector {
+  const parsed = parseNodeLabelSelector(canonical);
+  return 'problem' in parsed ? {} : parsed.selector;
+}
+
+export function selectorKeys(canonical: string | undefined): string[] {
+  return canonical === undefined ? [] : Object.keys(selectorFromCanonical(canonical));
+}
+
+export function labelsMatch(
+  labels: Readonly<Record<string, string>> | undefined,
+  selector: NodeLabelSelector,
+): boolean {
+  return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
+}

@@ -1,0 +1,191 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseConfig } from '../../functions/config';
+import { RetryableError } from '../../functions/core/errors';
+import { kubernetesConnector } from '../../functions/kube/connect';
+import { kubeconfigFileConnection } from '../../functions/kube/kubeconfig';
+import { KubeApiClient } from '../../functions/kube/kube-api-client';
+import { HttpKubernetesApi } from '../../functions/kube/kubernetes-api';
+
+/**
+ * The functions' own HTTPS client against a real TLS API server stand-in: the cluster CA is what
+ * makes the server trusted, the bearer token is sent and refreshed, and connections are kept
+ * alive. The fake API server speaks plain HTTP, so this one serves a node list over TLS.
+ */
+let dir: string;
+let server: Server;
+let url: string;
+let caPem: string;
+const seen: { authorization: string | undefined; socket: number }[] = [];
+const sockets = new Map<Socket, number>();
+
+function openssl(...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'kube-https-'));
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=test-ca',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=kube-apiserver',
+    '-keyout',
+    'server.key',
+    '-out',
+    'server.csr',
+  );
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    'san.ext',
+    '-out',
+    'server.crt',
+  );
+  caPem = readFileSync(join(dir, 'ca.crt'), 'utf8');
+  server = createServer(
+    { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.crt')) },
+    (req, res) => {
+      const socket = req.socket;
+      if (!sockets.has(socket)) sockets.set(socket, sockets.size + 1);
+      seen.push({ authorization: req.headers.authorization, socket: sockets.get(socket) ?? 0 });
+      res.setHeader('Content-Type', 'application/json');
+      res.end(
+        JSON.stringify({
+          kind: 'NodeList',
+          items: [{ metadata: { name: 'node-a' } }],
+          metadata: {},
+        }),
+      );
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  seen.length = 0;
+  vi.unstubAllEnvs();
+});
+
+function eksConfig(caData: string) {
+  return parseConfig({
+    clusterName: 'test',
+    region: 'us-east-1',
+    queueUrl: 'http://127.0.0.1:1/000000000000/work',
+    tableName: 'state',
+    aws: { vpcId: 'vpc-0123456789abcdef0' },
+    kubernetes: {
+      mode: 'eks',
+      clusterName: 'test',
+      endpoint: url,
+      certificateAuthorityData: caData,
+    },
+  });
+}
+
+describe('the functions Kubernetes client over HTTPS', () => {
+  it('eks mode: trusts the cluster CA, sends a minted token, re-mints it after ten minutes on the same connection', async () => {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'secret');
+    let now = Date.parse('2026-12-01T12:00:00Z');
+    const clock = { now: () => new Date(now) };
+    const connect = kubernetesConnector(eksConfig(Buffer.from(caPem).toString('base64')), clock);
+    const kube = new HttpKubernetesApi(connect);
+
+    expect((await kube.listNodes()).map((n) => n.metadata?.name)).toEqual(['node-a']);
+    now += 9 * 60 * 1000;
+    await kube.listNodes();
+    now += 2 * 60 * 1000;
+    await kube.listNodes();
+
+    const tokens = seen.map((s) => s.authorization);
+    expect(tokens.every((t) => t?.startsWith('Bearer k8s-aws-v1.'))).toBe(true);
+    expect(tokens[1]).toBe(tokens[0]);
+    expect(tokens[2]).not.toBe(tokens[0]);
+    expect(new Set(seen.map((s) => s.socket)).size).toBe(1);
+  });
+
+  it('eks mode: refuses a server its CA did not sign, as a retryable error', async () => {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIDEXAMPLE');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'secret');
+    const otherCa = readFileSync(join(dir, 'server.crt'), 'utf8');
+    const clock = { now: () => new Date() };
+    const kube = new HttpKubernetesApi(
+      kubernetesConnector(eksConfig(Buffer.from(otherCa).toString('base64')), clock),
+    );
+    const error = await kube.listNodes().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as Error).message).toMatch(/^list nodes: .*certificate/);
+    expect(seen).toEqual([]);
+  });
+
+  it('kubeconfig file: CA and token files relative to it, the token read again on each request', async () => {
+    writeFileSync(join(dir, 'token'), 'first-token\n');
+    writeFileSync(
+      join(dir, 'kubeconfig'),
+      [
+        'apiVersion: v1',
+        'clusters:',
+        '- name: c',
+        `  cluster: {server: "${url}", certificate-authority: ca.crt}`,
+        'users:',
+        '- name: u',
+        '  user: {tokenFile: token}',
+        'contexts:',
+        '- name: x',
+        '  context: {cluster: c, user: u}',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const client = new KubeApiClient(kubeconfigFileConnection(join(dir, 'kubeconfig')));
+    const kube = new HttpKubernetesApi(() => Promise.resolve(client));
+    await kube.listNodes();
+    writeFileSync(join(dir, 'token'), 'rotated-token\n');
+    await kube.listNodes();
+    expect(seen.map((s) => s.authorization)).toEqual([
+      'Bearer first-token',
+      'Bearer rotated-token',
+    ]);
+    client.close();
+  });
+});

@@ -1,0 +1,242 @@
+/**
+ * aws-load-balancer-security-groups, -manage-backend-security-group-rules and
+ * -security-group-prefix-lists against moto (issue 20, items 6 and 7). moto implements what these
+ * need: DescribeSecurityGroups filters (group-id, vpc-id, tag:Name), SetSecurityGroups on NLBs,
+ * prefix lists in security group rules and CreateManagedPrefixList. The AWS rules it does not
+ * check are in test/unit/aws/security-group-options.test.ts.
+ */
+import {
+  CreateManagedPrefixListCommand,
+  CreateSecurityGroupCommand,
+  CreateVpcCommand,
+  DescribeSecurityGroupsCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
+import {
+  DescribeLoadBalancersCommand,
+  ElasticLoadBalancingV2Client,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { TerminalError } from '../../functions/core/errors';
+import type { Service } from '../../functions/core/objects';
+import type { ProviderState } from '../../functions/sync/ports';
+import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
+import { makeService } from '../support/core-objects';
+
+const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
+
+let cluster: AwsCluster;
+let provider: NlbProvider;
+let ec2: EC2Client;
+
+beforeEach(async () => {
+  cluster = await createAwsCluster();
+  provider = new NlbProvider(cluster.clients, cluster.settings);
+  ec2 = cluster.account.client(EC2Client);
+});
+
+const service = (annotations: Record<string, string> = {}): Service =>
+  makeService({ uid: 'uid-web', annotations });
+
+const ensure = (svc: Service, state?: ProviderState) =>
+  provider.ensureLoadBalancer(svc, cluster.hosts, state);
+
+let groupCount = 0;
+
+/** A group of the user's, with a Name tag (group names differ: Name tags need not). */
+async function userGroup(name: string, vpcId = cluster.vpcId): Promise<string> {
+  groupCount += 1;
+  const created = await ec2.send(
+    new CreateSecurityGroupCommand({
+      GroupName: `user-group-${groupCount}`,
+      Description: 'the user’s own',
+      VpcId: vpcId,
+      TagSpecifications: [{ ResourceType: 'security-group', Tags: [{ Key: 'Name', Value: name }] }],
+    }),
+  );
+  return created.GroupId ?? '';
+}
+
+async function loadBalancerGroups(state: ProviderState): Promise<string[]> {
+  const found = await cluster.account.client(ElasticLoadBalancingV2Client).send(
+    new DescribeLoadBalancersCommand({
+      LoadBalancerArns: [readNlbState(state).loadBalancerArn ?? ''],
+    }),
+  );
+  return [...(found.LoadBalancers?.[0]?.SecurityGroups ?? [])].sort();
+}
+
+async function groupExists(id: string): Promise<boolean> {
+  const found = await ec2.send(
+    new DescribeSecurityGroupsCommand({ Filters: [{ Name: 'group-id', Values: [id] }] }),
+  );
+  return (found.SecurityGroups ?? []).length > 0;
+}
+
+describe('aws-load-balancer-security-groups against moto', () => {
+  it('attaches the user groups (by ID and Name tag) instead of a managed one, and never deletes them', async () => {
+    const byId = await userGroup('by-id');
+    const byName = await userGroup('team-a-lb');
+    const svc = service({ [aws('security-groups')]: `${byId}, team-a-lb` });
+    const result = await ensure(svc);
+
+    expect(await loadBalancerGroups(result.state)).toEqual([byId, byName].sort());
+    expect(await cluster.ownedResources()).not.toContain('security-group (default/web)');
+    expect(readNlbState(result.state).securityGroupId).toBeUndefined();
+
+    // A drift check resolves nothing again and reads no security group.
+    cluster.recorder.reset();
+    const again = await ensure(svc, result.state);
+    expect(again.changes).toEqual([]);
+    expect(cluster.recorder.count('DescribeSecurityGroups')).toBe(0);
+
+    await provider.ensureLoadBalancerDeleted(svc, again.state);
+    expect(await groupExists(byId)).toBe(true);
+    expect(await groupExists(byName)).toBe(true);
+    expect(await cluster.ownedResources()).toEqual([]);
+  });
+
+  it('attaches the backend group beside them when manage-backend-security-group-rules is true', async () => {
+    const mine = await userGroup('team-a-lb');
+    const result = await ensure(
+      service({
+        [aws('security-groups')]: 'team-a-lb',
+        [aws('manage-backend-security-group-rules')]: 'true',
+      }),
+    );
+    expect(await loadBalancerGroups(result.state)).toEqual(
+      [mine, cluster.settings.backendSecurityGroupId ?? ''].sort(),
+    );
+  });
+
+  it('switches a running NLB from the managed group to the user groups and back', async () => {
+    const mine = await userGroup('team-a-lb');
+    const first = await ensure(service());
+    const managed = readNlbState(first.state).securityGroupId ?? '';
+    expect(await loadBalancerGroups(first.state)).toContain(managed);
+
+    const switched = await ensure(service({ [aws('security-groups')]: mine }), first.state);
+    expect(await loadBalancerGroups(switched.state)).toEqual([mine]);
+    expect(switched.requeueAfterSeconds).toBeUndefined();
+    expect(await groupExists(managed)).toBe(false);
+    expect(await cluster.ownedResources()).not.toContain('security-group (default/web)');
+
+    const back = await ensure(service(), switched.state);
+    const recreated = readNlbState(back.state).securityGroupId ?? '';
+    expect(await loadBalancerGroups(back.state)).toEqual(
+      [recreated, cluster.settings.backendSecurityGroupId ?? ''].sort(),
+    );
+    expect(await groupExists(mine)).toBe(true);
+  });
+
+  it('comes back for a replaced managed group AWS still holds (DependencyViolation), keeping it recorded', async () => {
+    const mine = await userGroup('team-a-lb');
+    const first = await ensure(service());
+    const managed = readNlbState(first.state).securityGroupId ?? '';
+    // moto never holds a group after it leaves an NLB; AWS does for a while.
+    cluster.recorder.injectFault({
+      operation: 'DeleteSecurityGroup',
+      kind: 'error',
+      code: 'DependencyViolation',
+      times: 1,
+    });
+    const held = await ensure(service({ [aws('security-groups')]: mine }), first.state);
+    expect(held.requeueAfterSeconds).toBe(30);
+    expect(readNlbState(held.state).securityGroupId).toBe(managed);
+    expect(await loadBalancerGroups(held.state)).toEqual([mine]);
+
+    const later = await ensure(service({ [aws('security-groups')]: mine }), held.state);
+    expect(later.requeueAfterSeconds).toBeUndefined();
+    expect(later.changes).toEqual(['delete security group']);
+    expect(await groupExists(managed)).toBe(false);
+  });
+
+  it('refuses an unknown name, an unknown ID and a group of another VPC, creating nothing', async () => {
+    const vpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.99.0.0/16' }));
+    const elsewhere = await userGroup('elsewhere', vpc.Vpc?.VpcId);
+    const svc = service({
+      [aws('security-groups')]: `no-such-name, sg-0123456789abcdef0, ${elsewhere}`,
+    });
+    const error = await ensure(svc).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TerminalError);
+    const message = (error as TerminalError).message;
+    expect(message).toContain('no security group in');
+    expect(message).toContain('"no-such-name"');
+    expect(message).toContain('security group sg-0123456789abcdef0 does not exist');
+    expect(message).toContain(`security group ${elsewhere} is in ${vpc.Vpc?.VpcId ?? ''}`);
+    expect(await cluster.ownedResources()).toEqual([]);
+  });
+
+  it('refuses a Name tag that two groups of the VPC carry', async () => {
+    const one = await userGroup('shared');
+    const two = await userGroup('shared');
+    const error = await ensure(service({ [aws('security-groups')]: 'shared' })).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TerminalError);
+    expect((error as TerminalError).message).toContain(`(${one}, ${two})`);
+    expect(await cluster.ownedResources()).toEqual([]);
+  });
+});
+
+describe('aws-load-balancer-security-group-prefix-lists against moto', () => {
+  async function prefixList(): Promise<string> {
+    const created = await ec2.send(
+      new CreateManagedPrefixListCommand({
+        PrefixListName: 'offices',
+        AddressFamily: 'IPv4',
+        MaxEntries: 5,
+        Entries: [{ Cidr: '192.0.2.0/24' }],
+      }),
+    );
+    return created.PrefixList?.PrefixListId ?? '';
+  }
+
+  async function managedRules(state: ProviderState): Promise<string[]> {
+    const found = await ec2.send(
+      new DescribeSecurityGroupsCommand({ GroupIds: [readNlbState(state).securityGroupId ?? ''] }),
+    );
+    return (found.SecurityGroups?.[0]?.IpPermissions ?? [])
+      .flatMap((p) => [
+        ...(p.IpRanges ?? []).map((r) => `${p.IpProtocol}:${p.FromPort}:${r.CidrIp}`),
+        ...(p.PrefixListIds ?? []).map((l) => `${p.IpProtocol}:${p.FromPort}:${l.PrefixListId}`),
+      ])
+      .sort();
+  }
+
+  it('allows the prefix list on each listener port next to the source ranges, and takes it away again', async () => {
+    const id = await prefixList();
+    const withList = makeService({
+      uid: 'uid-web',
+      annotations: { [aws('security-group-prefix-lists')]: id },
+      spec: { loadBalancerSourceRanges: ['10.0.0.0/8'] },
+    });
+    const first = await ensure(withList);
+    expect(await managedRules(first.state)).toEqual(
+      [
+        `icmp:3:10.0.0.0/8`,
+        `tcp:443:10.0.0.0/8`,
+        `tcp:443:${id}`,
+        `tcp:80:10.0.0.0/8`,
+        `tcp:80:${id}`,
+      ].sort(),
+    );
+
+    const without = makeService({
+      uid: 'uid-web',
+      spec: { loadBalancerSourceRanges: ['10.0.0.0/8'] },
+    });
+    const second = await ensure(without, first.state);
+    expect(await managedRules(second.state)).toEqual(
+      ['icmp:3:10.0.0.0/8', 'tcp:443:10.0.0.0/8', 'tcp:80:10.0.0.0/8'].sort(),
+    );
+  });
+
+  it('leaves out the 0.0.0.0/0 default when only prefix lists are given', async () => {
+    const id = await prefixList();
+    const result = await ensure(service({ [aws('security-group-prefix-lists')]: id }));
+    expect(await managedRules(result.state)).toEqual([`tcp:443:${id}`, `tcp:80:${id}`]);
+  });
+});

@@ -1,0 +1,123 @@
+import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+let world: RuntimeWorld;
+
+beforeEach(async () => {
+  world = await createRuntimeWorld();
+});
+
+afterEach(async () => {
+  await world.stop();
+});
+
+async function createService(name: string, annotations: Record<string, string> = {}) {
+  const body = loadBalancerService(name);
+  body.metadata = { ...body.metadata, annotations };
+  await world.api.createNamespacedService({ namespace: 'default', body });
+  await world.send({ v: 1, kind: 'service', key: `default/${name}` });
+  await world.drain();
+}
+
+/** The instance IDs registered in each of the Service's target groups, by port. */
+async function targetsOf(name: string): Promise<string[][]> {
+  const record = await world.runtime.store.getService(`default/${name}`);
+  const groups = Object.values(readNlbState(record?.provider).targetGroups ?? {});
+  const result: string[][] = [];
+  for (const group of groups) {
+    const health = await world.aws.clients.elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
+    );
+    result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());
+  }
+  return result;
+}
+
+async function labelNode(index: number, labels: Record<string, string | null>) {
+  await world.api.patchNode(
+    { name: world.aws.hosts[index]!.name, body: { metadata: { labels } } },
+    merge,
+  );
+}
+
+const ids = (...indexes: number[]) => indexes.map((i) => world.aws.hosts[i]!.instanceId).sort();
+
+describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => {
+  it('makes only matching nodes targets, per Service, and moves one node with one RegisterTargets per target group', async () => {
+    await labelNode(0, { 'example.com/role': 'ingress' });
+    await createService('all');
+    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    expect(await targetsOf('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
+    expect(await targetsOf('picky')).toEqual([ids(0), ids(0)]);
+
+    // A relabelled node joins the picky Service only: its two target groups, one call each.
+    await labelNode(1, { 'example.com/role': 'ingress' });
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'node', reason: 'node changed' });
+    await world.drain();
+    expect(await targetsOf('picky')).toEqual([ids(0, 1), ids(0, 1)]);
+    expect(await targetsOf('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(2);
+    expect(world.aws.recorder.count('DeregisterTargets')).toBe(0);
+
+    // An unlabelled node joins the Service that takes every node, and not the picky one.
+    const added = await world.addNode();
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    expect((await targetsOf('all'))[0]).toContain(added.instanceId);
+    expect(await targetsOf('picky')).toEqual([ids(0, 1), ids(0, 1)]);
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(2);
+
+    // Losing the label takes the node out of the picky Service's target groups only.
+    await labelNode(0, { 'example.com/role': null });
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'node', reason: 'node changed' });
+    await world.drain();
+    expect(await targetsOf('picky')).toEqual([ids(1), ids(1)]);
+    expect(world.aws.recorder.count('DeregisterTargets')).toBe(2);
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(0);
+  });
+
+  it('follows a changed selector on the next service sync, before node sync has seen the label', async () => {
+    await labelNode(2, { zone: 'b' });
+    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    // No node carries the label yet: the Service has no targets, and says so.
+    expect(await targetsOf('picky')).toEqual([[], []]);
+
+    await world.api.patchNamespacedService(
+      {
+        name: 'picky',
+        namespace: 'default',
+        body: { metadata: { annotations: { [targetNodeLabelsAnnotation]: 'zone=b' } } },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key: 'default/picky' });
+    await world.drain();
+    expect(await targetsOf('picky')).toEqual([ids(2), ids(2)]);
+
+    // Node sync now tracks `zone` and finds the Service up to date: no host update.
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'node', reason: 'tick' });
+    await world.drain();
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(0);
+    expect((await world.runtime.store.getEligibleHosts())?.labelKeys).toEqual(['zone']);
+  });
+
+  it('refuses an invalid selector with a Warning and creates nothing', async () => {
+    await createService('bad', { [targetNodeLabelsAnnotation]: 'role' });
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    const warning = events.items.find((e) => e.type === 'Warning');
+    expect(warning?.message).toContain(targetNodeLabelsAnnotation);
+    expect(warning?.message).toContain('is not a key=value pair');
+    expect(world.aws.recorder.count('CreateLoadBalancer')).toBe(0);
+  });
+});

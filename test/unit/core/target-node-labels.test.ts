@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { nodeChangeAffectsHosts } from '../../../functions/core/enqueue-filters';
+import { hostsSelectedBy } from '../../../functions/core/hosts';
+import { planNodeSync } from '../../../functions/core/node-sync-plan';
+import {
+  nodeSelectorOf,
+  parseNodeLabelSelector,
+  targetNodeLabelsAnnotation,
+} from '../../../functions/core/target-node-labels';
+import { makeNode, makeService } from '../../support/core-objects';
+
+const ingress = { 'node-role/ingress': 'true', zone: 'a' };
+const a = makeNode('a', { instanceId: 'i-0000000000000000a', labels: ingress });
+const b = makeNode('b', { instanceId: 'i-0000000000000000b', labels: { zone: 'a' } });
+const c = makeNode('c', { instanceId: 'i-0000000000000000c' });
+
+function withLabels(value: string) {
+  return makeService({ annotations: { [targetNodeLabelsAnnotation]: value } });
+}
+
+describe('target-node-labels annotation', () => {
+  it('parses key=value pairs into one canonical selector, keys sorted', () => {
+    expect(nodeSelectorOf(withLabels(' zone=a , node-role/ingress=true '))).toBe(
+      'node-role/ingress=true,zone=a',
+    );
+    expect(nodeSelectorOf(makeService())).toBeUndefined();
+  });
+
+  it.each([
+    ['', 'expected key=value pairs'],
+    ['zone', 'is not a key=value pair'],
+    ['-bad=x', 'is not a valid label key'],
+    ['zone=a b', 'is not a valid label value'],
+    ['zone=a,zone=b', 'given two values'],
+    ['Bad_Prefix/x=1', 'invalid prefix'],
+  ])('refuses %j', (value, problem) => {
+    const parsed = parseNodeLabelSelector(value);
+    expect('problem' in parsed && parsed.problem).toContain(problem);
+  });
+
+  it('accepts an empty value, as Kubernetes labels may be empty', () => {
+    expect(parseNodeLabelSelector('gpu=')).toEqual({ selector: { gpu: '' } });
+  });
+});
+
+describe('per-Service host sets', () => {
+  it('track only the label keys Services select by, and filter hosts by them', () => {
+    const plan = planNodeSync([a, b, c], 'stable', undefined, [
+      { key: 'ns/web', hostsHash: 'x', nodeSelector: 'node-role/ingress=true' },
+    ]);
+    expect(plan.eligible.labelKeys).toEqual(['node-role/ingress']);
+    // zone is nobody's selector: it is not stored.
+    expect(plan.eligible.hosts.map((h) => h.labels)).toEqual([
+      { 'node-role/ingress': 'true' },
+      undefined,
+      undefined,
+    ]);
+    const selected = hostsSelectedBy(plan.eligible, 'node-role/ingress=true');
+    expect(selected.hosts.map((h) => h.name)).toEqual(['a']);
+    expect(selected.nodeSelector).toBe('node-role/ingress=true');
+  });
+
+  it('keep the whole-set hash for Services without a selector', () => {
+    const plan = planNodeSync([a, b], 'stable', undefined, [
+      { key: 'ns/web', hostsHash: 'x', nodeSelector: 'zone=a' },
+    ]);
+    const plain = planNodeSync([a, b], 'stable', undefined, []);
+    expect(hostsSelectedBy(plan.eligible, undefined).hash).toBe(plain.eligible.hash);
+  });
+
+  it('name only the Services whose selection changed when a node joins or is relabelled', () => {
+    const services = (hashes: { all: string; ingress: string; zone: string }) => [
+      { key: 'ns/all', hostsHash: hashes.all },
+      { key: 'ns/ingress', hostsHash: hashes.ingress, nodeSelector: 'node-role/ingress=true' },
+      { key: 'ns/zone', hostsHash: hashes.zone, nodeSelector: 'zone=a' },
+    ];
+    const selectors = [
+      { key: 'x', nodeSelector: 'node-role/ingress=true' },
+      { key: 'y', nodeSelector: 'zone=a' },
+    ];
+    const before = planNodeSync([a, b, c], 'stable', undefined, selectors).eligible;
+    const hashes = {
+      all: before.hash,
+      ingress: hostsSelectedBy(before, 'node-role/ingress=true').hash,
+      zone: hostsSelectedBy(before, 'zone=a').hash,
+    };
+    // c gains zone=a: the zone Service only (the whole set's names and providerIDs are the same).
+    const cInZone = makeNode('c', { instanceId: 'i-0000000000000000c', labels: { zone: 'a' } });
+    const relabelled = planNodeSync([a, b, cInZone], 'stable', before, services(hashes));
+    expect(relabelled.servicesToUpdate).toEqual(['ns/zone']);
+    expect(relabelled.changed).toBe(true);
+    expect(relabelled.eligible.hash).toBe(before.hash);
+    expect(relabelled.eligible.labelsHash).not.toBe(before.labelsHash);
+
+    // A new unlabelled node: only the Service that takes every node.
+    const d = makeNode('d', { instanceId: 'i-0000000000000000d' });
+    expect(planNodeSync([a, b, c, d], 'stable', before, services(hashes)).servicesToUpdate).toEqual(
+      ['ns/all'],
+    );
+    // Nothing changed: nobody, and nothing to store.
+    const same = planNodeSync([a, b, c], 'stable', before, services(hashes));
+    expect(same.servicesToUpdate).toEqual([]);
+    expect(same.changed).toBe(false);
+  });
+
+  it('report a change when a Service starts selecting by a new label key', () => {
+    const before = planNodeSync([a, b], 'stable', undefined, []).eligible;
+    const after = planNodeSync([a, b], 'stable', before, [
+      { key: 'ns/web', hostsHash: undefined, nodeSelector: 'zone=a' },
+    ]);
+    expect(after.changed).toBe(true);
+    expect(after.eligible.labelKeys).toEqual(['zone']);
+  });
+});
+
+describe('node changes the forwarder passes on', () => {
+  it('include a relabelled eligible node, as a Service may select by that label', () => {
+    const relabelled = makeNode('a', { instanceId: 'i-0000000000000000a', labels: { zone: 'b' } });
+    expect(nodeChangeAffectsHosts(a, relabelled, 'stable')).toBe(true);
+    expect(nodeChangeAffectsHosts(a, a, 'stable')).toBe(false);
+  });
+});
