@@ -8,6 +8,7 @@ import { joinProblems, quoted } from '../core/echo';
 import { TerminalError } from '../core/errors';
 import { translateAwsError } from './aws-errors';
 import { awsPrefix } from './model/annotations';
+import { ownershipTags } from './model/naming';
 
 const annotation = `${awsPrefix}security-groups`;
 
@@ -61,6 +62,17 @@ export async function resolveFrontendSecurityGroups(
         `${matches.length} security groups in ${vpcId} have the Name tag ${quoted(name)} (${matches.map((g) => g.GroupId ?? '').join(', ')}); name one by its ID`,
       );
     } else resolved.set(name, only.GroupId);
+  }
+  // A group this controller manages for a Service (ours or another's) is not the user's to
+  // attach: its Service would then fail to delete it while our NLB holds it (issue 19's rule: one
+  // namespace can hurt only itself).
+  for (const [value, id] of resolved) {
+    const group = [...byId, ...byName].find((g) => g.GroupId === id);
+    if (group?.Tags?.some((t) => t.Key === ownershipTags.serviceUid)) {
+      problems.push(
+        `security group ${quoted(value)} (${id}) is one this controller manages for a Service; name a group of your own`,
+      );
+    }
   }
   if (problems.length > 0) {
     throw new TerminalError(`annotation ${annotation}: ${joinProblems(problems)}`);

@@ -160,20 +160,15 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
       scheme: lb.Scheme ?? 'internal',
       ipAddressType: lb.IpAddressType,
       subnetIds: (lb.AvailabilityZones ?? []).map((z) => z.SubnetId ?? ''),
+      // A zone may list its IPv4 and IPv6 addresses as separate entries: merged into one.
       pinnedAddresses: (lb.AvailabilityZones ?? []).flatMap((z) => {
-        const address = z.LoadBalancerAddresses?.find(
-          (a) => a.AllocationId || a.PrivateIPv4Address || a.IPv6Address,
-        );
-        return address === undefined
-          ? []
-          : [
-              {
-                subnetId: z.SubnetId ?? '',
-                allocationId: address.AllocationId,
-                privateIPv4Address: address.PrivateIPv4Address,
-                ipv6Address: address.IPv6Address,
-              },
-            ];
+        const entries = z.LoadBalancerAddresses ?? [];
+        const allocationId = entries.find((a) => a.AllocationId)?.AllocationId;
+        const privateIPv4Address = entries.find((a) => a.PrivateIPv4Address)?.PrivateIPv4Address;
+        const ipv6Address = entries.find((a) => a.IPv6Address)?.IPv6Address;
+        return allocationId || privateIPv4Address || ipv6Address
+          ? [{ subnetId: z.SubnetId ?? '', allocationId, privateIPv4Address, ipv6Address }]
+          : [];
       }),
       securityGroupIds: lb.SecurityGroups ?? [],
       tags: tags.get(arn) ?? {},
@@ -183,12 +178,21 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
     };
   }
 
-  const sgId =
-    state.securityGroupId ??
-    observedLb?.securityGroupIds.find(
+  let securityGroup: ObservedSecurityGroup | undefined;
+  if (state.securityGroupId !== undefined) {
+    securityGroup = await describeSecurityGroup(request, state.securityGroupId, 'refuse');
+  } else {
+    // Not recorded: the managed group is whichever attached group our tags prove ours. Another
+    // attached group is the user's (from a security-groups annotation whose sync failed half-way
+    // and left state naming only the new groups): not ours to change, and no reason to stop.
+    const candidates = (observedLb?.securityGroupIds ?? []).filter(
       (id) => id !== request.backendSecurityGroupId && !request.userSecurityGroupIds?.includes(id),
     );
-  const securityGroup = sgId === undefined ? undefined : await describeSecurityGroup(request, sgId);
+    for (const id of candidates) {
+      securityGroup = await describeSecurityGroup(request, id, 'skip');
+      if (securityGroup !== undefined) break;
+    }
+  }
   return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
 }
 
@@ -316,6 +320,7 @@ async function loadBalancerAttributes(request: ObserveRequest, arn: string): Pro
 async function describeSecurityGroup(
   request: ObserveRequest,
   id: string,
+  notOurs: 'refuse' | 'skip',
 ): Promise<ObservedSecurityGroup | undefined> {
   let group: SecurityGroup | undefined;
   try {
@@ -330,6 +335,7 @@ async function describeSecurityGroup(
   if (group === undefined) return undefined;
   const tags = tagsOf(group.Tags);
   if (ownershipOf(tags, request.clusterName, request.service) !== 'ours') {
+    if (notOurs === 'skip') return undefined;
     throw new TerminalError(
       `security group ${group.GroupName ?? ''} (${id}) is not owned by this Service in cluster ${request.clusterName}; refusing to modify or delete it`,
     );

@@ -58,20 +58,25 @@ export function parseNodeLabelSelector(
   return { selector };
 }
 
+/** What the Service's annotation says: no selector, a valid one, or one that cannot be read. */
+export type NodeSelectorReading =
+  { readonly valid: true; readonly selector: string | undefined } | { readonly valid: false };
+
 /**
- * The Service's selector in one canonical string (`k1=v1,k2=v2`, keys sorted), or undefined when
- * it selects every node. An invalid annotation selects every node here: the provider refuses the
- * Service with a terminal Warning before any target is registered.
+ * The Service's selector in one canonical string (`k1=v1,k2=v2`, keys sorted); undefined selects
+ * every node. An invalid annotation is reported as such, never read as "every node": the provider
+ * refuses the Service with a Warning, and meanwhile its targets must not widen.
  */
-export function nodeSelectorOf(service: Service): string | undefined {
+export function readNodeSelector(service: Service): NodeSelectorReading {
   const value = service.metadata?.annotations?.[targetNodeLabelsAnnotation];
-  if (value === undefined) return undefined;
+  if (value === undefined) return { valid: true, selector: undefined };
   const parsed = parseNodeLabelSelector(value);
-  if ('problem' in parsed) return undefined;
-  return Object.keys(parsed.selector)
+  if ('problem' in parsed) return { valid: false };
+  const selector = Object.keys(parsed.selector)
     .sort()
     .map((key) => `${key}=${parsed.selector[key] ?? ''}`)
     .join(',');
+  return { valid: true, selector };
 }
 
 /** The canonical string back as a selector. */

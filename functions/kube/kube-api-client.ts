@@ -39,7 +39,11 @@ export interface KubeRequest {
 export class KubeApiClient {
   private agent: { readonly key: string; readonly agent: http.Agent } | undefined;
 
-  constructor(private readonly connection: KubeConnection) {}
+  constructor(
+    private readonly connection: KubeConnection,
+    /** Idle time on the socket before a request is abandoned (a retryable error). */
+    private readonly timeoutMs = 30_000,
+  ) {}
 
   async request<T>(request: KubeRequest): Promise<T> {
     const server = this.connection.getCurrentCluster()?.server;
@@ -65,9 +69,15 @@ export class KubeApiClient {
     await this.connection.applyToHTTPSOptions(options);
     options.agent = this.reuseAgent(options);
     const transport = url.protocol === 'https:' ? https : http;
+    let outgoing: http.ClientRequest | undefined;
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const outgoing = transport.request(url, options, resolve);
+      outgoing = transport.request(url, options, resolve);
       outgoing.on('error', reject);
+      // A kept-alive socket can be dead after a Lambda freeze: give up, and let the retry take
+      // a fresh one, instead of waiting for the function's own timeout.
+      outgoing.setTimeout(this.timeoutMs, () =>
+        outgoing?.destroy(new Error(`no answer within ${this.timeoutMs} ms`)),
+      );
       outgoing.end(payload);
     });
     const text = await readBody(response);

@@ -17,17 +17,28 @@ export function kubeconfigAccess(text: string, baseDir?: string): ClusterAccess 
   if (!isRecord(document)) throw new Error('not a kubeconfig: the document is not a mapping');
   const contextName = document['current-context'];
   const contexts = named(document.contexts, 'context');
-  const context =
-    typeof contextName === 'string' && contextName !== ''
-      ? contexts.get(contextName)
-      : contexts.values().next().value;
+  const hasCurrent = typeof contextName === 'string' && contextName !== '';
+  // Without current-context, only a kubeconfig of one context is unambiguous: picking the first
+  // of several could point the controller at another cluster.
+  if (!hasCurrent && contexts.size > 1) {
+    throw new Error(
+      `the kubeconfig has ${contexts.size} contexts and no current-context: set current-context`,
+    );
+  }
+  const context = hasCurrent ? contexts.get(contextName) : contexts.values().next().value;
   if (context === undefined)
     throw new Error('not a kubeconfig: the current context is not defined');
   const cluster = named(document.clusters, 'cluster').get(String(context.cluster));
   if (cluster === undefined || typeof cluster.server !== 'string') {
     throw new Error("not a kubeconfig: the current context's cluster has no server");
   }
-  const user = named(document.users, 'user').get(String(context.user)) ?? {};
+  const users = named(document.users, 'user');
+  const userName = context.user;
+  // A context naming a user that is not there would otherwise send anonymous requests.
+  if (typeof userName === 'string' && userName !== '' && !users.has(userName)) {
+    throw new Error(`not a kubeconfig: the current context's user ${userName} is not defined`);
+  }
+  const user = users.get(String(userName)) ?? {};
   if (user.exec !== undefined || user['auth-provider'] !== undefined) {
     throw new Error(
       "the kubeconfig's user runs an exec plugin or auth provider, which the functions cannot: give it a token or a client certificate",

@@ -1,7 +1,7 @@
 import type { ClaimPolicy } from '../core/claim';
 import { hostsSelectedBy, type ServiceHostSet } from '../core/hosts';
 import type { Service } from '../core/objects';
-import { nodeSelectorOf, selectorKeys } from '../core/target-node-labels';
+import { readNodeSelector, selectorKeys } from '../core/target-node-labels';
 import type { NodePolicy } from '../core/node-policy';
 import { planNodeSync, type EligibleHosts } from '../core/node-sync-plan';
 import type {
@@ -50,8 +50,13 @@ export async function currentEligibleHosts(
 export async function hostsForService(
   deps: SyncDependencies,
   service: Service,
+  lastSelector: string | undefined,
 ): Promise<ServiceHostSet> {
-  const selector = nodeSelectorOf(service);
+  // An annotation that cannot be read keeps the selection the LB was last synced with: the
+  // provider refuses the Service with a Warning, and a host update meanwhile must not register
+  // every node.
+  const reading = readNodeSelector(service);
+  const selector = reading.valid ? reading.selector : lastSelector;
   const keys = selectorKeys(selector);
   const eligible = await currentEligibleHosts(deps, keys);
   if (selector === undefined) return hostsSelectedBy(eligible, undefined);

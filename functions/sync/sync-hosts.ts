@@ -32,7 +32,7 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       return await syncService(key, deps);
     }
     deps.lifecycle.subject(service);
-    const hosts = await hostsForService(deps, service);
+    const hosts = await hostsForService(deps, service, record.nodeSelector);
     if (record.hostsHash === hosts.hash) return done;
 
     const ref = serviceReference(service);

@@ -217,7 +217,7 @@ async function ensureBranch(
   deps: SyncDependencies,
   options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
-  const hosts = await hostsForService(deps, service);
+  const hosts = await hostsForService(deps, service, record?.nodeSelector);
   const inputs = { service, claim: deps.claim, providerFingerprint: deps.provider.fingerprint };
   const checkpoint = checkpointFor({ ...inputs, hostsHash: hosts.hash });
   // Terminal errors that depend on the nodes (too many targets) are re-driven by host updates.

@@ -9,6 +9,7 @@ import { parseConfig } from '../../functions/config';
 import { RetryableError } from '../../functions/core/errors';
 import { kubernetesConnector } from '../../functions/kube/connect';
 import { kubeconfigFileConnection } from '../../functions/kube/kubeconfig';
+import { ClusterConnection } from '../../functions/kube/cluster-connection';
 import { KubeApiClient } from '../../functions/kube/kube-api-client';
 import { HttpKubernetesApi } from '../../functions/kube/kubernetes-api';
 
@@ -187,5 +188,26 @@ describe('the functions Kubernetes client over HTTPS', () => {
       'Bearer rotated-token',
     ]);
     client.close();
+  });
+});
+
+describe('a Kubernetes API server that stops answering', () => {
+  it('gives up after the client timeout with a retryable error, not at the function timeout', async () => {
+    const { createServer: createHttpServer } = await import('node:http');
+    // Accepts the request and never answers, as a dead kept-alive socket would look.
+    const silent = createHttpServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const client = new KubeApiClient(
+      new ClusterConnection({ server: `http://127.0.0.1:${port}` }),
+      200,
+    );
+    const kube = new HttpKubernetesApi(() => Promise.resolve(client));
+    const error = await kube.listNodes().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect(String((error as Error).message)).toContain('no answer within 200 ms');
+    client.close();
+    silent.closeAllConnections();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
   });
 });

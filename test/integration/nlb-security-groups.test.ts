@@ -131,6 +131,31 @@ describe('aws-load-balancer-security-groups against moto', () => {
     expect(await groupExists(mine)).toBe(true);
   });
 
+  it('recovers from a switch between user groups that failed half-way, with state naming only the new ones', async () => {
+    const a = await userGroup('team-a-old');
+    const b = await userGroup('team-a-new');
+    const first = await ensure(service({ [aws('security-groups')]: a }));
+    // What a sync that resolved the new annotation and then failed at SetSecurityGroups stores.
+    const halfway = {
+      ...readNlbState(first.state),
+      frontendSecurityGroups: { inputs: b, ids: [b] },
+    } as unknown as ProviderState;
+    const after = await ensure(service({ [aws('security-groups')]: b }), halfway);
+    expect(await loadBalancerGroups(after.state)).toEqual([b]);
+    expect(await groupExists(a)).toBe(true);
+
+    // The annotation removed after such a failure: a managed group is created, the user's left alone.
+    const removedHalfway = {
+      ...readNlbState(first.state),
+      frontendSecurityGroups: undefined,
+    } as unknown as ProviderState;
+    const back = await ensure(service(), removedHalfway);
+    const managed = readNlbState(back.state).securityGroupId ?? '';
+    expect(managed).not.toBe('');
+    expect(await loadBalancerGroups(back.state)).toContain(managed);
+    expect(await groupExists(a)).toBe(true);
+  });
+
   it('comes back for a replaced managed group AWS still holds (DependencyViolation), keeping it recorded', async () => {
     const mine = await userGroup('team-a-lb');
     const first = await ensure(service());
@@ -167,6 +192,19 @@ describe('aws-load-balancer-security-groups against moto', () => {
     expect(message).toContain('security group sg-0123456789abcdef0 does not exist');
     expect(message).toContain(`security group ${elsewhere} is in ${vpc.Vpc?.VpcId ?? ''}`);
     expect(await cluster.ownedResources()).toEqual([]);
+  });
+
+  it('refuses another Service’s managed group, which that Service could then never delete', async () => {
+    const other = await ensure(makeService({ name: 'other', uid: 'uid-other' }));
+    const taken = readNlbState(other.state).securityGroupId ?? '';
+    const error = await ensure(service({ [aws('security-groups')]: taken })).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TerminalError);
+    expect((error as TerminalError).message).toContain(
+      `security group "${taken}" (${taken}) is one this controller manages for a Service`,
+    );
+    expect(cluster.recorder.count('CreateLoadBalancer')).toBe(1);
   });
 
   it('refuses a Name tag that two groups of the VPC carry', async () => {

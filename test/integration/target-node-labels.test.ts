@@ -112,6 +112,34 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     expect((await world.runtime.store.getEligibleHosts())?.labelKeys).toEqual(['zone']);
   });
 
+  it('keeps the last selection when the annotation is broken later: host updates never widen to every node', async () => {
+    await labelNode(0, { 'example.com/role': 'ingress' });
+    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    await world.api.patchNamespacedService(
+      {
+        name: 'picky',
+        namespace: 'default',
+        body: { metadata: { annotations: { [targetNodeLabelsAnnotation]: 'example.com/role' } } },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key: 'default/picky' });
+    await world.drain();
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    expect(events.items.some((e) => e.type === 'Warning')).toBe(true);
+
+    // A node joins with the label: the host update keeps to the last valid selection.
+    const added = await world.addNode();
+    await world.api.patchNode(
+      { name: added.name, body: { metadata: { labels: { 'example.com/role': 'ingress' } } } },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    const expected = [...ids(0), added.instanceId].sort();
+    expect(await targetsOf('picky')).toEqual([expected, expected]);
+  });
+
   it('refuses an invalid selector with a Warning and creates nothing', async () => {
     await createService('bad', { [targetNodeLabelsAnnotation]: 'role' });
     const events = await world.api.listNamespacedEvent({ namespace: 'default' });

@@ -849,7 +849,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'none: a managed security group per NLB',
     mutability: 'in place',
     description:
-      "The NLB's frontend security groups, attached instead of the managed one (which is detached and deleted). A name matches the `Name` tag, not the group name, and must match exactly one group in the cluster VPC. These groups are never changed or deleted by the controller; source ranges and prefix lists are then ignored, as in aws-load-balancer-controller. The NLB also carries the cluster's backend security group when `manage-backend-security-group-rules` is `true`. Tenant policy: `securityGroups`.",
+      "The NLB's frontend security groups, attached instead of the managed one (which is detached and deleted). A name matches the `Name` tag, not the group name, and must match exactly one group in the cluster VPC. A group this controller manages for a Service (any Service's) is refused. These groups are never changed or deleted by the controller; source ranges and prefix lists are then ignored, as in aws-load-balancer-controller. The NLB also carries the cluster's backend security group when `manage-backend-security-group-rules` is `true`. Tenant policy: `securityGroups`.",
     compared: {
       albc: 'same',
       cloudProviderAws:
@@ -933,7 +933,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'every eligible node',
     mutability: 'in place',
     description:
-      'Only eligible nodes carrying every listed label become targets of this Service. Node changes still cost one RegisterTargets (or DeregisterTargets) per affected target group, and only the Services whose selection changed get a host update.',
+      'Only eligible nodes carrying every listed label become targets of this Service. A value that cannot be read is a terminal Warning, and the targets stay those of the last valid value (never every node). Node changes still cost one RegisterTargets (or DeregisterTargets) per affected target group, and only the Services whose selection changed get a host update.',
     apply: (value) => {
       const parsed = parseNodeLabelSelector(value);
       return 'problem' in parsed ? parsed.problem : undefined;

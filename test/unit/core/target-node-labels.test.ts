@@ -3,8 +3,8 @@ import { nodeChangeAffectsHosts } from '../../../functions/core/enqueue-filters'
 import { hostsSelectedBy } from '../../../functions/core/hosts';
 import { planNodeSync } from '../../../functions/core/node-sync-plan';
 import {
-  nodeSelectorOf,
   parseNodeLabelSelector,
+  readNodeSelector,
   targetNodeLabelsAnnotation,
 } from '../../../functions/core/target-node-labels';
 import { makeNode, makeService } from '../../support/core-objects';
@@ -20,10 +20,13 @@ function withLabels(value: string) {
 
 describe('target-node-labels annotation', () => {
   it('parses key=value pairs into one canonical selector, keys sorted', () => {
-    expect(nodeSelectorOf(withLabels(' zone=a , node-role/ingress=true '))).toBe(
-      'node-role/ingress=true,zone=a',
-    );
-    expect(nodeSelectorOf(makeService())).toBeUndefined();
+    expect(readNodeSelector(withLabels(' zone=a , node-role/ingress=true '))).toEqual({
+      valid: true,
+      selector: 'node-role/ingress=true,zone=a',
+    });
+    expect(readNodeSelector(makeService())).toEqual({ valid: true, selector: undefined });
+    // Never "every node": the caller keeps the last selection.
+    expect(readNodeSelector(withLabels('role'))).toEqual({ valid: false });
   });
 
   it.each([

@@ -41,6 +41,28 @@ describe('kubeconfigAccess', () => {
     expect(() => kubeconfigAccess(text)).not.toThrow(/SECRET-ARG/);
   });
 
+  it('refuses several contexts without current-context, rather than pick a cluster', () => {
+    const text = [
+      'clusters: [{name: a, cluster: {server: "https://a"}}, {name: b, cluster: {server: "https://b"}}]',
+      'users: [{name: u, user: {token: t}}]',
+      'contexts: [{name: x, context: {cluster: a, user: u}}, {name: y, context: {cluster: b, user: u}}]',
+    ].join('\n');
+    expect(() => kubeconfigAccess(text)).toThrow('2 contexts and no current-context');
+    // One context is unambiguous.
+    const one = text.replace(', {name: y, context: {cluster: b, user: u}}', '');
+    expect(kubeconfigAccess(one).server).toBe('https://a');
+  });
+
+  it('refuses a context whose user is not defined, rather than send anonymous requests', () => {
+    const text = [
+      'clusters: [{name: c, cluster: {server: "https://c"}}]',
+      'users: []',
+      'contexts: [{name: x, context: {cluster: c, user: gone}}]',
+      'current-context: x',
+    ].join('\n');
+    expect(() => kubeconfigAccess(text)).toThrow("the current context's user gone is not defined");
+  });
+
   it('names a missing current context without values', () => {
     expect(() => kubeconfigAccess('clusters: []\ncurrent-context: gone')).toThrow(
       'not a kubeconfig: the current context is not defined',
