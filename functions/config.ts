@@ -74,6 +74,12 @@ export const sharedSettings = {
   claimClassless: z._default(z.boolean(), false),
   nodePolicy: z._default(z.enum(['stable', 'seed']), 'stable'),
   queueUrl: url,
+  /**
+   * The node queue: node changes and the node-sync timer's ticks, consumed by the node-sync
+   * function, so a Service backlog on the work queue never delays node sync. Without it (local
+   * mode, configurations of release 0.1) node messages share the work queue.
+   */
+  nodeQueueUrl: optionalUrl,
 };
 
 export const controllerConfigSchema = z.strictObject({

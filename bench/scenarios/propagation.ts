@@ -271,6 +271,8 @@ function ourWorld(
       provider,
       store: table.asStore(),
       queue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
+      nodeQueue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
+      separateNodeQueue: false,
       log: quietLog,
       metrics,
       newOwner: () => `w${w}-${++passes}`,

@@ -33,6 +33,10 @@ export interface RuntimeContext {
   readonly provider: NlbProvider;
   readonly store: DynamoStateStore;
   readonly queue: WorkQueue;
+  /** Node messages' queue: the node queue when one is configured, else the work queue. */
+  readonly nodeQueue: WorkQueue;
+  /** True when node messages have a queue of their own (`nodeQueueUrl`). */
+  readonly separateNodeQueue: boolean;
   readonly log: RuntimeLog;
   readonly metrics: RuntimeMetrics;
   /** A unique lease owner per pass (invocation id + counter). */

@@ -137,6 +137,12 @@ export function createRuntime(
     provider,
     store: new DynamoStateStore(DynamoDBDocumentClient.from(dynamodb), config.tableName, clock),
     queue: new SqsWorkQueue(sqs, config.queueUrl, config.deadLetterQueueUrl),
+    nodeQueue: new SqsWorkQueue(
+      sqs,
+      config.nodeQueueUrl ?? config.queueUrl,
+      config.deadLetterQueueUrl,
+    ),
+    separateNodeQueue: config.nodeQueueUrl !== undefined && config.nodeQueueUrl !== config.queueUrl,
     lifecycle:
       eventBridge &&
       new EventBridgePublisher(eventBridge, {
