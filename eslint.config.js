@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 
 /**
  * functions/core and functions/sync may not reach I/O, the clock, randomness or the environment
- * (DESIGN §1, STYLE): adapters are injected through the ports in functions/sync/ports.ts.
+ * (docs/design.md §1): adapters are injected through the ports in functions/sync/ports.ts.
  * Dependencies point inward: core imports only core; sync imports core and sync.
  * @param {string[]} files
  * @param {string} outwardImport

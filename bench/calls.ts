@@ -1,8 +1,8 @@
 /**
  * `npm run bench:calls`: AWS calls per scenario for one Service (2 ports, 3 nodes), against moto,
  * through the real use cases and the real NLB provider (bench/scenarios/calls.ts). Prints a table
- * and a JSON line; fails when a scenario is over its DESIGN §5 budget. `npm run bench` runs the
- * same measurement as part of the whole suite.
+ * and a JSON line; fails when a scenario is over its docs/design.md §5 budget. `npm run bench`
+ * runs the same measurement as part of the whole suite.
  */
 import { startMotoServer } from '../functions/local/moto-server';
 import { anchors, measureCalls } from './scenarios/calls';

@@ -6,11 +6,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
 import { anchors, type ScenarioCalls } from './scenarios/calls';
-import type { CostResult } from './scenarios/cost';
+import { floorDefinition, type CostResult } from './scenarios/cost';
 import type { ForwarderResult } from './scenarios/forwarder';
 import {
   bundleBaseline,
   bundleGoals,
+  bundleToday,
   type BundleResult,
   type BundlesResult,
 } from './scenarios/bundles';
@@ -76,7 +77,7 @@ function callsSection(calls: ScenarioCalls[]): string {
   return [
     '## AWS calls per scenario',
     '',
-    'One Service with 2 ports and 3 nodes, through the real use cases (syncService, syncNodes, syncHosts) and the real NLB provider against moto; counted with SDK middleware. The anchors are the counts in DESIGN §5 (cloud-provider-aws legacy NLB, counted from its code; aws-load-balancer-controller, approximate; its ratio uses the middle of its range). "State ops" are state-store port calls and "Kubernetes" the Kubernetes API and Events calls of the use cases (in-memory here, so they are counted, not timed).',
+    'One Service with 2 ports and 3 nodes, through the real use cases (syncService, syncNodes, syncHosts) and the real NLB provider against moto; counted with SDK middleware. The anchors are the counts in docs/design.md §5 (cloud-provider-aws legacy NLB, counted from its code; aws-load-balancer-controller, approximate; its ratio uses the middle of its range). "State ops" are state-store port calls and "Kubernetes" the Kubernetes API and Events calls of the use cases (in-memory here, so they are counted, not timed).',
     '',
     table(
       [
@@ -131,7 +132,7 @@ function propagationSection(p: PropagationResult): string {
     `Time from a node being added in the API server until every affected NLB has it registered in all its target groups, for ${p.ours.map((o) => o.services).join(', ')} LoadBalancer Services (${m.portsPerService} ports each, ${m.initialNodes} nodes before). Simulated on a virtual clock (no real waiting), the same way for both designs: every remote call (ELBv2, EC2, SQS, DynamoDB, Kubernetes) takes **${m.latencyMs} ms**, and ELBv2/EC2 enforce the account-level token buckets below.`,
     '',
     `- **Ours**: the real runtime and use cases — processWorkBatch → runNodeSync → syncNodes, then processWorkBatch → processKey → syncHosts → NlbProvider.updateLoadBalancer — over in-memory fakes written for the benchmark (bench/sim/): a queue and event source mapping (batches of ${m.batchSize}, ${m.batchingWindowMs} ms batching window, maximum concurrency from functions/runtime/capacity.ts for \`elbv2CallsPerSecond\` = ${m.elbv2CallsPerSecond}, i.e. ${p.ours[0]?.concurrency ?? '?'} warm function instances), a state table with DynamoStateStore's lease semantics (one ${m.latencyMs} ms request per DynamoDB call it would make; a Scan page per MB), the Kubernetes API, and ELBv2. Each instance has its own SDK clients: the per-process limiter of functions/aws/clients.ts and the SDK's \`adaptive\` retry mode (5 attempts, throttling backoff, retry quota and CUBIC rate limiter as in @smithy/core). A sync whose call the SDK gives up on backs off through SQS visibility (5 s, doubling). The forwarder hop is one watch delivery plus one SendMessageBatch.`,
-    `- **Seed** (v1.15/1.16 service controller with cloud-provider-aws): the node-sync loop runs every ${m.seed.periodSeconds} s; after a node change it calls UpdateLoadBalancer for every LB Service, one after another, ${m.seed.callsPerLoadBalancer.length} ELBv2/EC2 calls each (DESIGN §5; the call list is in bench/scenarios/propagation.ts), on the same buckets and latency. Its client waits for a token instead of being throttled (optimistic for the seed). The loop restarts ${m.seed.periodSeconds} s after it ends (wait.Until), so a cycle lasts the loop L plus the period P, and a node change that lands during a loop waits for its end and a period: p50 adds the average wait for the next loop ((L + P) / 2) and the informer delay (${m.seed.informerMs} ms) to the median position in the loop; max adds the worst wait (L + P) to the whole loop.`,
+    `- **Seed** (v1.15/1.16 service controller with cloud-provider-aws): the node-sync loop runs every ${m.seed.periodSeconds} s; after a node change it calls UpdateLoadBalancer for every LB Service, one after another, ${m.seed.callsPerLoadBalancer.length} ELBv2/EC2 calls each (docs/design.md §5; the call list is in bench/scenarios/propagation.ts), on the same buckets and latency. Its client waits for a token instead of being throttled (optimistic for the seed). The loop restarts ${m.seed.periodSeconds} s after it ends (wait.Until), so a cycle lasts the loop L plus the period P, and a node change that lands during a loop waits for its end and a period: p50 adds the average wait for the next loop ((L + P) / 2) and the informer delay (${m.seed.informerMs} ms) to the median position in the loop; max adds the worst wait (L + P) to the whole loop.`,
     '',
     table(
       [
@@ -239,7 +240,7 @@ function throughputSection(t: ThroughputResult, inMemory: ThroughputResult | und
     '',
     table(throughputHeaders, throughputRows(t)),
     '',
-    `A Service's state item is ${round(t.serviceItemBytes / 1024, 1)} KB after its create (the record with the Service snapshot and provider state, plus lease attributes), so every write to it (lease taken, record written, lease released, and the conditional delete of an emptied item, which fails but is still charged) costs ${Math.ceil(t.serviceItemBytes / 1024)} write units. In the delete phase the forwarder also forwards the final DELETED watch event; that second sync finds nothing left to do, which is why the delete sync p50 is short.`,
+    `A Service's record item is ${round(t.serviceItemBytes / 1024, 1)} KB after its create (the Service snapshot and provider state), so each record write costs ${Math.ceil(t.serviceItemBytes / 1024)} write units; its lease has an item of its own of ${round((t.leaseItemBytes ?? Number.NaN) / 1024, 2)} KB, so taking, extending and releasing the lease cost ${Math.ceil((t.leaseItemBytes ?? Number.NaN) / 1024)} unit each. In the delete phase the forwarder also forwards the final DELETED watch event; that second sync finds nothing left to do, which is why the delete sync p50 is short.`,
     '',
     'moto dominates: it is one Python process serving every AWS call on the same 2 cores as the forwarder, the fake API server and the runtime, and its mean call time (last column) is several times what ELBv2, SQS or DynamoDB answer in. Creates are further bound by the per-process ELBv2 limiter (5 Create* calls per Service at 5/s per instance, so a batch of 10 creates takes at least 10 s).',
     ...(inMemory === undefined
@@ -268,7 +269,7 @@ function forwarderSection(f: ForwarderResult): string {
       [f.forwarder, f.baseline].map((p) => [p.name, p.peakRssMiB, p.cpuSeconds, p.seconds]),
     ),
     '',
-    `Target (DESIGN §5): ≤ ${f.targetMiB} MiB — ${f.within ? 'met' : '**not met**'}.`,
+    `Target (docs/design.md §5): ≤ ${f.targetMiB} MiB — ${f.within ? 'met' : '**not met**'}.`,
     '',
     '![Forwarder RSS](forwarder.svg)',
   ].join('\n');
@@ -281,6 +282,8 @@ export function bundlesSection(b: BundlesResult): string {
   const row = (label: string, f: BundleResult) => [
     label,
     kib(f.bytes),
+    kib(f.loadedBytes),
+    `${kib(f.totalBytes)} (${f.chunks} chunks)`,
     kib(f.gzipBytes),
     kib(f.sourceMapBytes),
     ms(f.importMs),
@@ -292,13 +295,15 @@ export function bundlesSection(b: BundlesResult): string {
   return [
     '## Lambda bundles and cold initialisation',
     '',
-    `Built with esbuild ${b.esbuild} from the options the stack gives CDK's NodejsFunction (\`${b.options}\`). Cold init: a fresh \`node\` ${b.node} process imports the bundle (with the configuration the stack gives, EKS mode with endpoint and CA, so nothing is looked up); *import* is from the import to the handler export being available, *since process start* adds Node's own start-up. For service-sync, *first invocation* is the handler's first call with an empty batch, which builds the runtime (configuration, SDK clients) as the first real event would, and *first stack* is reading the stack of the first error thrown inside the bundle, with the frame it shows. Medians of ${b.functions[0]?.runs ?? 0} runs, after one unmeasured run. The AWS SDK is inside the bundle: what runs on Lambda is the version the tests ran.`,
+    `Built with esbuild ${b.esbuild} from the options the stack gives CDK's NodejsFunction (\`${b.options}\`). Cold init: a fresh \`node\` ${b.node} process imports the bundle (with the configuration the stack gives, EKS mode with endpoint and CA, so nothing is looked up); *import* is from the import to the handler export being available, *since process start* adds Node's own start-up. For service-sync, *first invocation* is the handler's first call with an empty batch, which builds the runtime (configuration, SDK clients) as the first real event would, and *first stack* is reading the stack of the first error thrown inside the bundle, with the frame it shows. Medians of ${b.functions[0]?.runs ?? 0} runs, after one unmeasured run. The AWS SDK is inside the bundle: what runs on Lambda is the version the tests ran. Each function is split: *index.mjs* is the handler's file, *loaded at import* adds the chunks it imports statically (what every cold start parses, whatever the message), *all files* adds the chunks read only on demand (the EKS and Secrets Manager clients, credential providers Lambda does not use).`,
     '',
     table(
       [
         'function',
-        'bundle (KiB)',
-        'gzip (KiB)',
+        'index.mjs (KiB)',
+        'loaded at import (KiB)',
+        'all files (KiB)',
+        'gzip, all (KiB)',
         'source map (KiB)',
         'import (ms)',
         'since process start (ms)',
@@ -317,37 +322,49 @@ export function bundlesSection(b: BundlesResult): string {
   ].join('\n');
 }
 
-/** Issue 21, item 4: each bundle against the goals, with the SDK bundled (deployed) and without. */
+/**
+ * Issue 21, item 4: each bundle against the goals, with the SDK bundled (deployed) and without, as a
+ * ratio to the figures before this work ("today") and to the floor.
+ */
 function bundleGoalsSection(b: BundlesResult): string[] {
-  const kib = (f: BundleResult) => round(f.bytes / 1024, 0);
+  const kib = (bytes: number) => round(bytes / 1024, 0);
   const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
-  const row = (sdk: string, f: BundleResult) => [
-    f.name,
-    sdk,
-    kib(f).toLocaleString('en-US'),
-    verdict(kib(f) <= bundleGoals.maxKiB),
-    `${round((kib(f) / bundleBaseline.kib) * 100, 0)} %`,
-    round(f.importMs, 0),
-    verdict(f.importMs <= bundleGoals.maxImportMs),
-    `${round((f.importMs / bundleBaseline.importMs) * 100, 0)} %`,
-  ];
+  const ratio = (value: number, to: number) => (to > 0 ? `${round(value / to, 2)}×` : '—');
+  const floorMs = b.floor?.importMs;
+  const row = (sdk: 'bundled' | 'external', f: BundleResult) => {
+    const today = f.name === 'empty handler' ? undefined : bundleToday[f.name][sdk];
+    return [
+      f.name,
+      sdk === 'bundled' ? 'bundled (deployed)' : 'external',
+      kib(f.loadedBytes).toLocaleString('en-US'),
+      verdict(kib(f.loadedBytes) <= bundleGoals.maxKiB),
+      today === undefined ? '—' : ratio(kib(f.loadedBytes), today.kib),
+      ratio(f.loadedBytes, f.ownCodeBytes),
+      round(f.importMs, 0),
+      verdict(f.importMs <= bundleGoals.maxImportMs),
+      today === undefined ? '—' : ratio(f.importMs, today.importMs),
+      floorMs === undefined ? '—' : ratio(f.importMs, floorMs),
+    ];
+  };
   return [
     '',
-    `Goals of issue 21 (cold start): ≤ ${bundleGoals.maxKiB} KiB and import ≤ ${bundleGoals.maxImportMs} ms per bundle; ratios are to ${bundleBaseline.label} (${bundleBaseline.kib.toLocaleString('en-US')} KiB, ${bundleBaseline.importMs} ms). *SDK external* leaves \`@aws-sdk/*\` to the runtime (not deployed so): its import then loads the SDK from node_modules.`,
+    `Goals of issue 21 (cold start): ≤ ${bundleGoals.maxKiB} KiB and import ≤ ${bundleGoals.maxImportMs} ms per bundle. The size is what an import loads (index.mjs and the chunks it imports statically: the same for every message kind; the chunks read on demand are not counted). *Of today* is the ratio to the figures before splitting and the schema rewrite (bench/results/latest.md at commit 8cfd77f, one file per function: service-sync 1,473 KiB and 351 ms with the SDK bundled); *of floor* is the ratio to the floor: for size, our own code among the loaded bytes (what would be left if every dependency cost nothing); for import, an ES module with an empty handler imported the same way in this run${floorMs === undefined ? '' : ` (${round(floorMs, 0)} ms)`}. Import times depend on the machine's load: compare rows of one run. *SDK external* leaves \`@aws-sdk/*\` to the runtime (not deployed so): its import then loads the SDK from node_modules. Before issue 21: ${bundleBaseline.label}, ${bundleBaseline.kib.toLocaleString('en-US')} KiB and ${bundleBaseline.importMs} ms.`,
     '',
     table(
       [
         'function',
         'AWS SDK',
-        'bundle (KiB)',
+        'loaded at import (KiB)',
         'size goal',
-        'of before',
+        'of today',
+        'of floor',
         'import (ms)',
         'import goal',
-        'of before',
+        'of today',
+        'of floor',
       ],
       [
-        ...b.functions.map((f) => row('bundled (deployed)', f)),
+        ...b.functions.map((f) => row('bundled', f)),
         ...(b.withoutSdk ?? []).map((f) => row('external', f)),
       ],
     ),
@@ -425,10 +442,34 @@ function costSection(c: CostResult, t: ThroughputResult | undefined): string {
       ? ''
       : table(['per', 'mean moto call', 'Lambda compute, scaled', 'total, scaled'], scaled),
     '',
+    ...costGoalsSection(c),
     `Not included: ${c.excluded.join('; ')}.`,
     '',
     '![Cost per million events](cost.svg)',
   ].join('\n');
+}
+
+/** Issue 21's goal: each figure at most half of what release 0.1's state layout cost. */
+function costGoalsSection(c: CostResult): string[] {
+  if (c.goals.length === 0) return [];
+  return [
+    `Goal (issue 21): each figure at most half of today's, today being release 0.1's state layout. The ${floorDefinition}.`,
+    '',
+    table(
+      ['per Service event', 'today', 'goal', 'now', 'met', 'now ÷ today', 'now ÷ floor', 'floor'],
+      c.goals.map((g) => [
+        g.phase,
+        money(g.today),
+        `≤ ${money(g.goal)}`,
+        `**${money(g.now)}**`,
+        g.now <= g.goal ? 'yes' : 'no',
+        round(g.now / g.today, 2),
+        round(g.now / g.floor, 1),
+        money(g.floor),
+      ]),
+    ),
+    '',
+  ];
 }
 
 function assumptions(results: BenchResults): string {
@@ -437,7 +478,7 @@ function assumptions(results: BenchResults): string {
     '## Assumptions and limits',
     '',
     `- Machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; load average at the start ${results.machine.loadAverage.map((l) => round(l, 2)).join(' / ')}. Wall-clock numbers (throughput, forwarder, cold init) move with the machine's load; call counts and the simulated propagation do not.`,
-    `- Propagation: a fixed ${p?.model.latencyMs ?? 50} ms for every remote call, no jitter; warm Lambda instances (no cold start); ELBv2 registration bucket ${p?.rateLimits.elbv2Registration.capacity ?? 20} tokens at ${p?.rateLimits.elbv2Registration.refillPerSecond ?? 4}/s shared by RegisterTargets and DeregisterTargets and by nobody else in the account; throttled requests consume no token; the seed's client never sees a throttle (it waits for a token), and its informer already has the node; the seed's 16 calls are those DESIGN §5 counts for one added node with a warm instance cache; jitter of the SDK backoff comes from a seeded PRNG, so runs repeat exactly.`,
+    `- Propagation: a fixed ${p?.model.latencyMs ?? 50} ms for every remote call, no jitter; warm Lambda instances (no cold start); ELBv2 registration bucket ${p?.rateLimits.elbv2Registration.capacity ?? 20} tokens at ${p?.rateLimits.elbv2Registration.refillPerSecond ?? 4}/s shared by RegisterTargets and DeregisterTargets and by nobody else in the account; throttled requests consume no token; the seed's client never sees a throttle (it waits for a token), and its informer already has the node; the seed's 16 calls are those docs/design.md §5 counts for one added node with a warm instance cache; jitter of the SDK backoff comes from a seeded PRNG, so runs repeat exactly.`,
     "- Throughput: each phase is one burst of events written at once; moto and the fake API server stand in for AWS and Kubernetes (a second run serves the provider port from memory, so only SQS and DynamoDB stay on moto); the event source mapping is emulated (long polling with 1 s waits, no batching window, no scaling ramp); all function instances share this machine's 2 cores with moto.",
     '- Cost: measured counts of one burst per phase; DynamoDB units estimated from item sizes; Lambda duration as measured on moto (plus a scaled variant); see the list of exclusions.',
     '- Bundles: built locally as CDK would, not taken from a synthesised cloud assembly; cold init measured on this machine, not in Lambda.',
@@ -482,11 +523,11 @@ function charts(results: BenchResults): Record<string, string> {
       series: [
         { name: 'ours (measured, moto)', values: results.calls.map((r) => r.cloud) },
         {
-          name: 'cloud-provider-aws (DESIGN §5)',
+          name: 'cloud-provider-aws (design.md §5)',
           values: results.calls.map((r) => anchors[r.scenario].cpa),
         },
         {
-          name: 'AWS LB Controller (DESIGN §5, approx.)',
+          name: 'AWS LB Controller (design.md §5, approx.)',
           values: results.calls.map((r) => anchors[r.scenario].albc),
         },
       ],
@@ -585,6 +626,7 @@ function charts(results: BenchResults): Record<string, string> {
 }
 
 export function renderMarkdown(results: BenchResults): string {
+  const designBudgets = '[docs/design.md §5](../../docs/design.md#5-performance-budgets)';
   const sections = [
     '# Benchmarks',
     '',
@@ -592,7 +634,7 @@ export function renderMarkdown(results: BenchResults): string {
       results.sectionSeconds,
     )
       .map(([name, seconds]) => `${name} ${round(seconds, 0)} s`)
-      .join(', ')}). Data: [latest.json](latest.json). Design budgets: DESIGN §5.`,
+      .join(', ')}). Data: [latest.json](latest.json). Design budgets: ${designBudgets}.`,
   ];
   if (results.errors.length > 0) {
     sections.push(

@@ -6,10 +6,14 @@
  *
  * Sizes: BENCH_THROUGHPUT_SERVICES (default 50), BENCH_SERVICES / BENCH_NODES for the forwarder
  * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5).
+ *
+ * `npm run bench -- --only throughput,cost` runs only the named sections (calls, propagation,
+ * throughput, "throughput (in-memory provider)", forwarder, bundles, cost; cost needs throughput)
+ * and prints their tables without touching bench/results, which hold a full run.
  */
 import { cpus, loadavg, totalmem } from 'node:os';
 import { startMotoServer, type MotoServer } from '../functions/local/moto-server';
-import { writeReport, type BenchResults } from './report';
+import { renderMarkdown, writeReport, type BenchResults } from './report';
 import { killTracked } from './support/children';
 import { measureBundles } from './scenarios/bundles';
 import { measureCalls } from './scenarios/calls';
@@ -24,6 +28,10 @@ const sizes = {
   forwarderNodes: Number(process.env.BENCH_NODES ?? 5_000),
   coldRuns: Number(process.env.BENCH_COLD_RUNS ?? 5),
 };
+
+const onlyAt = process.argv.indexOf('--only');
+const only =
+  onlyAt < 0 ? undefined : new Set((process.argv[onlyAt + 1] ?? '').split(',').map((s) => s.trim()));
 
 let moto: MotoServer | undefined;
 const stopMoto = async () => {
@@ -47,6 +55,7 @@ const output: {
 } = {};
 
 async function section<T>(name: string, run: () => Promise<T>): Promise<T | undefined> {
+  if (only !== undefined && !only.has(name)) return undefined;
   const t = performance.now();
   console.error(`bench: ${name}…`);
   try {
@@ -100,7 +109,12 @@ const results: BenchResults = {
   errors,
   ...output,
 };
-const markdown = await writeReport(results, 'bench/results');
-console.log(markdown);
-console.log('Written: bench/results/latest.md, latest.json and *.svg');
+if (only !== undefined) {
+  console.log(renderMarkdown(results));
+  console.log(`Only ${[...only].join(', ')}: bench/results left as they were.`);
+} else {
+  const markdown = await writeReport(results, 'bench/results');
+  console.log(markdown);
+  console.log('Written: bench/results/latest.md, latest.json and *.svg');
+}
 if (errors.length > 0) process.exitCode = 1;

@@ -94,6 +94,12 @@ export const controllerConfigSchema = z.strictObject({
    * it to pass and share one pass: a flood of them costs one Node list per interval. 0: no limit.
    */
   nodeSyncMinIntervalSeconds: z._default(intIn(0, 300), 10),
+  /**
+   * When a node change affects at most this many Services, node sync runs their host updates
+   * itself (one queue hop from the change to the NLB); more go through the work queue, spread over
+   * its workers. 0: always the work queue.
+   */
+  directHostUpdates: z._default(intIn(0, 50), 5),
   sweepPeriodSeconds: z._default(intIn(300, 86400), 1800),
   backoffBaseSeconds: z._default(intIn(1, 60), 5),
   backoffMaxSeconds: z._default(intIn(1, 900), 300),
@@ -101,6 +107,17 @@ export const controllerConfigSchema = z.strictObject({
   leaseSeconds: z._default(intIn(10, 900), 120),
   /** ELBv2 calls per second this controller may spend; sets the work queue's concurrency. */
   elbv2CallsPerSecond: z._default(intIn(1, 1000), 20),
+  /**
+   * RegisterTargets/DeregisterTargets per second and burst that all instances share (ELBv2's
+   * account-wide bucket); absent: 4/s, burst 10. Lower it when other tools register targets in the
+   * same account and Region. perSecond 0 leaves registrations to the per-process limiter alone.
+   */
+  registrationBudget: z.optional(
+    z.strictObject({
+      perSecond: z.number().check(z.gte(0), z.lte(1000)),
+      burst: z._default(intIn(1, 1000), 10),
+    }),
+  ),
   /** How long orphaned resources (no Service, no state) are left alone before the sweep deletes them. */
   orphanGraceSeconds: z._default(z.int().check(z.gte(0)), 900),
   aws: z.strictObject({

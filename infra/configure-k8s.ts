@@ -12,22 +12,36 @@ import { buildForwarder } from '../functions/forwarder/build';
  * your own is given or the stack built one, that image. (With IRSA, the ServiceAccount's role
  * annotation is still added by hand from the ForwarderRoleArn output; Pod Identity needs nothing.)
  */
+/**
+ * The ForwarderConfig output: the standalone app's, or a ServiceController construct's in a stack
+ * of your own, whose output IDs CDK prefixes with the construct's path and suffixes with a hash.
+ */
+const forwarderConfigKey = /^([A-Za-z0-9]*)ForwarderConfig(?:[0-9A-F]{8})?$/;
+
 export function configureKustomization(
   outputs: Record<string, Record<string, string>>,
   files: { config: string; kustomization: string },
   options: { image?: string | undefined } = {},
 ): { stack: string; image?: string } {
-  const stacks = Object.entries(outputs).filter(([, values]) => 'ForwarderConfig' in values);
-  if (stacks.length !== 1) {
+  const controllers = Object.entries(outputs).flatMap(([stack, values]) =>
+    Object.keys(values).flatMap((key) => {
+      const prefix = forwarderConfigKey.exec(key)?.[1];
+      return prefix === undefined ? [] : [{ stack, values, key, prefix }];
+    }),
+  );
+  if (controllers.length !== 1) {
     throw new Error(
-      `expected the outputs of one serverless-service-controller stack, found ${stacks.length}`,
+      `expected the outputs of one serverless-service-controller, found ${controllers.length}${controllers.length > 1 ? ` (${controllers.map((c) => `${c.stack}.${c.key}`).join(', ')}): give only its stack's outputs` : ''}`,
     );
   }
-  const [stack, values] = stacks[0] as [string, Record<string, string>];
+  const { stack, values, key, prefix } = controllers[0]!;
   // Validated as the forwarder will validate it, so a bad value fails here, not in the pod.
-  const config = forwarderConfigSchema.parse(JSON.parse(values.ForwarderConfig ?? ''));
+  const config = forwarderConfigSchema.parse(JSON.parse(values[key] ?? ''));
   writeFileSync(files.config, `${JSON.stringify(config, null, 2)}\n`);
-  const image = options.image ?? values.ForwarderImageUri;
+  const builtImage = Object.entries(values).find(([name]) =>
+    new RegExp(`^${prefix}ForwarderImageUri(?:[0-9A-F]{8})?$`).test(name),
+  )?.[1];
+  const image = options.image ?? builtImage;
   if (image !== undefined) {
     const text = readFileSync(files.kustomization, 'utf8');
     const updated = withForwarderImage(text, image);

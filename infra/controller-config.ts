@@ -1,4 +1,5 @@
-import type { ControllerConfig } from '../functions/config';
+import type * as z from 'zod/mini';
+import type { controllerConfigSchema } from '../functions/config';
 import type { ControllerSettings } from './settings';
 
 /** How long one sync may run (the functions' timeout). */
@@ -10,6 +11,8 @@ export const leaseSeconds = syncTimeoutSeconds * 2;
 export interface ControllerResources {
   readonly region: string;
   readonly queueUrl: string;
+  /** Node changes and the node-sync timer, consumed by node-sync apart from the Service work. */
+  readonly nodeQueueUrl: string;
   readonly deadLetterQueueUrl: string;
   readonly tableName: string;
   readonly backendSecurityGroupId?: string | undefined;
@@ -17,11 +20,17 @@ export interface ControllerResources {
   readonly leaseSeconds: number;
 }
 
+/**
+ * CONTROLLER_CONFIG as written: the schema's input, so what is left out takes the functions' own
+ * default (functions/config.ts).
+ */
+export type ControllerConfigInput = z.input<typeof controllerConfigSchema>;
+
 /** The functions' configuration (CONTROLLER_CONFIG) for these settings and resources. */
 export function controllerConfigFor(
   settings: ControllerSettings,
   resources: ControllerResources,
-): ControllerConfig {
+): ControllerConfigInput {
   return {
     clusterName: settings.clusterName,
     region: resources.region,
@@ -29,6 +38,7 @@ export function controllerConfigFor(
     claimClassless: settings.claimClassless,
     nodePolicy: settings.nodePolicy,
     queueUrl: resources.queueUrl,
+    nodeQueueUrl: resources.nodeQueueUrl,
     tableName: resources.tableName,
     deadLetterQueueUrl: resources.deadLetterQueueUrl,
     nodeSyncPeriodSeconds: settings.nodeSyncPeriodSeconds,
@@ -86,6 +96,7 @@ export function longestConfigBytes(settings: ControllerSettings): number {
   const config = controllerConfigFor(settings, {
     region: 'ap-southeast-4',
     queueUrl: long,
+    nodeQueueUrl: long,
     deadLetterQueueUrl: long,
     tableName: long,
     backendSecurityGroupId: 'sg-0123456789abcdef0',

@@ -1,6 +1,7 @@
 /**
- * How the Lambda bundles are built: one definition, read by the stack (CDK's NodejsFunction) and by
- * the bundle benchmark (esbuild directly), so what is measured is what is deployed.
+ * How the Lambda bundles are built: one definition, used by the stack (CDK's NodejsFunction runs
+ * it after its own esbuild step, see `lambdaBundleHooks`), by the bundle benchmark and the tests,
+ * so what is measured is what is deployed.
  *
  * - The AWS SDK is bundled (`@aws-sdk/*` is not left to the Lambda runtime's copy): the versions
  *   that run in AWS are the ones pinned in package-lock.json and exercised by the tests. The
@@ -8,10 +9,18 @@
  * - Packages' ES module builds first (`module` before `main`): the SDK's dist-es lets esbuild leave
  *   out the commands and shapes we never call, where its CommonJS build is one file kept whole
  *   (issue 21: service-sync went from 4.2 MiB to 1.4 MiB with this and client-node gone).
+ * - The SDK's schema modules are rewritten on load so that tree shaking reaches them
+ *   (infra/sdk-schema-keys.ts): the EC2 client's schemas went from 550 KiB to 20 KiB.
+ * - Code splitting: what is only imported dynamically (the EKS and Secrets Manager clients, the
+ *   credential providers Lambda never uses) lands in `chunks/` and is read only when called, so a
+ *   cold start parses the entry and the chunks it imports statically, not the rest.
  * - No source map ships. Loading one at the first stack trace (`--enable-source-maps`) cost about
  *   a quarter of a second and a ten-megabyte parse in `npm run bench` (section "Lambda bundles");
  *   the bundle keeps function and class names instead, so a trace reads `at NlbProvider.ensure`.
  */
+import type { BuildOptions } from 'esbuild';
+import { inlineSdkSchemaKeys } from './sdk-schema-keys';
+
 export const lambdaBundle = {
   format: 'esm',
   target: 'node24',
@@ -24,15 +33,22 @@ export const lambdaBundle = {
   // CommonJS dependencies left in the bundle expect `require` inside the ES module.
   banner:
     "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+  /** The handler's file in the output directory: Lambda's `index.handler`. */
+  entryFile: 'index.mjs',
+  chunkDir: 'chunks',
 } as const;
 
-/** The same options for esbuild's `build` (the benchmark builds without CDK). */
-export function esbuildOptionsFor(entry: string, outfile: string) {
+/** esbuild's options for one function: `<outdir>/index.mjs` and its chunks in `<outdir>/chunks`. */
+export function esbuildOptionsFor(entry: string, outdir: string) {
   return {
     entryPoints: [entry],
-    outfile,
+    outdir,
+    entryNames: 'index',
+    chunkNames: `${lambdaBundle.chunkDir}/[name]-[hash]`,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
     bundle: true,
-    platform: 'node' as const,
+    platform: 'node',
     format: lambdaBundle.format,
     target: lambdaBundle.target,
     minify: lambdaBundle.minify,
@@ -41,5 +57,25 @@ export function esbuildOptionsFor(entry: string, outfile: string) {
     external: [...lambdaBundle.externalModules],
     banner: { js: lambdaBundle.banner },
     mainFields: [...lambdaBundle.mainFields],
+    plugins: [inlineSdkSchemaKeys],
+  } satisfies BuildOptions;
+}
+
+/**
+ * NodejsFunction's command hooks that replace its bundle with ours. CDK runs esbuild through its
+ * command line, which takes neither plugins nor (with its `--outfile`) code splitting, so after its
+ * step infra/bundle-lambda.ts builds the same entry with `esbuildOptionsFor` into the asset
+ * directory, in the project root, with the Node and tsx that run the CDK app.
+ */
+export function lambdaBundleHooks(entry: string) {
+  const script = new URL('./bundle-lambda.ts', import.meta.url).pathname;
+  return {
+    beforeBundling: (): string[] => [],
+    beforeInstall: (): string[] => [],
+    afterBundling: (_inputDir: string, outputDir: string): string[] => [
+      [process.execPath, '--import', 'tsx', script, entry, outputDir]
+        .map((arg) => JSON.stringify(arg))
+        .join(' '),
+    ],
   };
 }

@@ -22,13 +22,21 @@ const serviceDimension = { service: 'controller' };
 
 export interface ControllerMonitoringProps {
   readonly queue: IQueue;
+  /** Node changes and the node-sync timer's ticks (node-sync consumes it). */
+  readonly nodeQueue: IQueue;
   readonly deadLetterQueue: IQueue;
   readonly functions: { serviceSync: IFunction; nodeSync: IFunction; sweep: IFunction };
   readonly alarmTopicArn?: string;
+  readonly dashboardName: string;
   /** The sweep's period: it publishes the failing-Services gauge once per run. */
   readonly sweepPeriodMinutes: number;
   /** Oldest message age that pages someone; backoff keeps messages up to 5 minutes by design. */
   readonly oldestMessageAlarmSeconds?: number;
+  /**
+   * Oldest node message age that pages someone: longer than the timer tick's delay (the node-sync
+   * period) and than one failed delivery's visibility timeout.
+   */
+  readonly nodeBacklogAlarmSeconds: number;
 }
 
 /** One dashboard and the alarms docs/operations.md explains, optionally notifying an SNS topic. */
@@ -38,7 +46,7 @@ export class ControllerMonitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: ControllerMonitoringProps) {
     super(scope, id);
-    const { queue, deadLetterQueue, functions } = props;
+    const { queue, nodeQueue, deadLetterQueue, functions } = props;
     const fns = Object.entries(functions);
     const period = Duration.minutes(1);
     const custom = (metricName: string, statistic: string, label?: string) =>
@@ -80,13 +88,21 @@ export class ControllerMonitoring extends Construct {
       'DeadLetters',
       deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
       0,
-      'A work message failed every delivery and is parked in the DLQ.',
+      'A work or node message failed every delivery and is parked in the DLQ.',
     );
     alarm(
       'OldestMessage',
       queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
       props.oldestMessageAlarmSeconds ?? 900,
       'Work has waited longer than backoff explains: syncs are stuck or throttled.',
+    );
+    // Node messages see no backoff: only the timer's tick is delayed, and a failed delivery comes
+    // back after the visibility timeout; one older than both means node sync is not consuming.
+    alarm(
+      'NodeBacklog',
+      nodeQueue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+      props.nodeBacklogAlarmSeconds,
+      'A node message has waited longer than the node-sync period: node changes do not reach the load balancers.',
     );
     // FILL: a function that did not run in a period has no datapoint, which would blank the sum.
     const total = (label: string, metric: (fn: IFunction) => IMetric) =>
@@ -197,7 +213,7 @@ export class ControllerMonitoring extends Construct {
 
     const perFunction = (metric: (fn: IFunction) => IMetric) => fns.map(([, fn]) => metric(fn));
     this.dashboard = new Dashboard(this, 'Dashboard', {
-      dashboardName: `${scope.node.id}-controller`,
+      dashboardName: props.dashboardName,
       defaultInterval: Duration.hours(3),
     });
     this.dashboard.addWidgets(
@@ -215,6 +231,19 @@ export class ControllerMonitoring extends Construct {
           deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, label: 'DLQ' }),
         ],
         right: [queue.metricApproximateAgeOfOldestMessage({ period, label: 'oldest (s)' })],
+        width: 12,
+      }),
+      new GraphWidget({
+        title: 'Node queue',
+        left: [
+          nodeQueue.metricApproximateNumberOfMessagesVisible({ period, label: 'visible' }),
+          nodeQueue.metricApproximateNumberOfMessagesNotVisible({ period, label: 'in flight' }),
+          nodeQueue.metricApproximateNumberOfMessagesDelayed({
+            period,
+            label: 'delayed (timer tick)',
+          }),
+        ],
+        right: [nodeQueue.metricApproximateAgeOfOldestMessage({ period, label: 'oldest (s)' })],
         width: 12,
       }),
       new GraphWidget({

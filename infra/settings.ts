@@ -142,18 +142,29 @@ export function settingsFromContext(tryGetContext: (key: string) => unknown): Co
     const value = tryGetContext(name);
     if (value !== undefined) raw[name] = value;
   }
+  return validatedSettings(raw, 'invalid settings (give them with -c name=value)');
+}
+
+/**
+ * The settings from raw values (context strings, or the typed values of the ServiceController
+ * construct's props), checked field by field and in combination; throws one error, headed by
+ * `heading`, naming every bad or missing one.
+ */
+export function validatedSettings(
+  raw: Readonly<Record<string, unknown>>,
+  heading: string,
+): ControllerSettings {
+  const values = { ...raw };
   // Self-managed clusters have no Pod Identity: default the forwarder to a policy to attach.
-  if (raw.kubernetesSecretArn !== undefined && raw.forwarderIdentity === undefined) {
-    raw.forwarderIdentity = 'none';
+  if (values.kubernetesSecretArn !== undefined && values.forwarderIdentity === undefined) {
+    values.forwarderIdentity = 'none';
   }
-  const result = controllerSettingsSchema.safeParse(raw);
+  const result = controllerSettingsSchema.safeParse(values);
   const problems = result.success
     ? combinationProblems(result.data)
     : result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
   if (result.success && problems.length === 0) return result.data;
-  throw new Error(
-    `invalid settings (give them with -c name=value):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
-  );
+  throw new Error(`${heading}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
 }
 
 /** What synth would accept but a deploy would refuse, or what cannot work together. */

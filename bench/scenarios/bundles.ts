@@ -1,13 +1,20 @@
 /**
  * Each Lambda bundle's size and cold initialisation. The bundles are built with esbuild from the
- * options infra/lambda-bundling.ts gives CDK's NodejsFunction, so what is measured is what deploys
- * (the AWS SDK bundled, names kept, no source map).
+ * options infra/lambda-bundling.ts defines, which the stack's NodejsFunction also builds with, so
+ * what is measured is what deploys (the AWS SDK bundled, names kept, no source map, split into the
+ * handler's file and chunks).
+ *
+ * Sizes: the handler's file; what its import reads (the file and the chunks it imports
+ * statically: what every cold start parses, whatever the message); every file of the package
+ * (chunks loaded on demand too, e.g. the EKS and Secrets Manager clients); and our own code among
+ * what is loaded, the size floor if every dependency were free.
  *
  * Cold init: a fresh `node` process imports the bundle and reports the time from the import to
  * the handler export being available, and from process start to that point. For service-sync it
  * then invokes the handler once with an empty batch, which builds the runtime (configuration,
  * SDK clients, the lazy part of a cold start; no network call is made), and once with no event,
- * which throws: the time to read that first error's stack is what a source map would add to.
+ * which throws: the time to read that first error's stack is what a source map would add to. The
+ * import floor is an ES module with an empty handler, imported the same way in the same run.
  *
  * The alternative we did not ship is measured beside it: the same service-sync bundle with its
  * source map, run with `--enable-source-maps` (the choice of issue "Day one", item 9).
@@ -17,11 +24,11 @@
  * import then loads the SDK from node_modules, as the runtime's copy would be.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { esbuildOptionsFor } from '../../infra/lambda-bundling';
 import { track } from '../support/children';
 import { median } from '../support/stats';
@@ -29,10 +36,19 @@ import { median } from '../support/stats';
 export const lambdaFunctions = ['service-sync', 'node-sync', 'sweep'] as const;
 
 export interface BundleResult {
-  readonly name: (typeof lambdaFunctions)[number];
+  readonly name: (typeof lambdaFunctions)[number] | 'empty handler';
+  /** The handler's file, index.mjs. */
   readonly bytes: number;
+  /** What an import reads: the handler's file and the chunks it imports statically, transitively. */
+  readonly loadedBytes: number;
+  /** Every file of the package: the chunks imported on demand too. */
+  readonly totalBytes: number;
+  readonly chunks: number;
+  /** Our own code (functions/**) among the loaded bytes: the size floor, all dependencies free. */
+  readonly ownCodeBytes: number;
+  /** gzip of every file of the package. */
   readonly gzipBytes: number;
-  /** Bytes of the source map, when the variant has one. */
+  /** Bytes of the source maps, when the variant has them. */
   readonly sourceMapBytes?: number | undefined;
   /** Import of the bundle until the handler export is there, median of `runs`. */
   readonly importMs: number;
@@ -47,9 +63,21 @@ export interface BundleResult {
   readonly runs: number;
 }
 
-/** Issue 21, item 4: each bundle and its import, and where service-sync stood before it. */
+/** Issue 21, item 4: the goals per bundle. */
 export const bundleGoals = { maxKiB: 600, maxImportMs: 250 } as const;
 export const bundleBaseline = { label: 'service-sync before issue 21', kib: 4232, importMs: 857 };
+/**
+ * "Today" for issue 21 item 4: bench/results/latest.md as of commit 8cfd77f (client-node gone,
+ * `module` first, one file per function, EC2 schemas kept whole), same machine.
+ */
+export const bundleToday: Record<
+  (typeof lambdaFunctions)[number],
+  Record<'bundled' | 'external', { readonly kib: number; readonly importMs: number }>
+> = {
+  'service-sync': { bundled: { kib: 1473, importMs: 351 }, external: { kib: 317, importMs: 493 } },
+  'node-sync': { bundled: { kib: 1440, importMs: 335 }, external: { kib: 284, importMs: 623 } },
+  sweep: { bundled: { kib: 1440, importMs: 309 }, external: { kib: 284, importMs: 626 } },
+};
 
 export interface BundlesResult {
   readonly node: string;
@@ -60,6 +88,8 @@ export interface BundlesResult {
   readonly withoutSdk?: BundleResult[] | undefined;
   /** service-sync with its source map and `--enable-source-maps`: not shipped, measured to compare. */
   readonly withSourceMaps: BundleResult;
+  /** An ES module exporting an empty handler, imported the same way: the import floor. */
+  readonly floor?: BundleResult | undefined;
 }
 
 const outRoot = 'node_modules/.cache/serverless-service-controller-bench/bundles';
@@ -143,21 +173,44 @@ function runProbe(bundle: string, invoke: boolean, nodeFlags: string[]): Promise
   });
 }
 
+/** The output files an import of `entry` reads: itself and its static imports, transitively. */
+function loadedAtImport(outputs: Metafile['outputs'], entry: string): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const i of outputs[file]?.imports ?? []) {
+      if (i.kind === 'import-statement' && !i.external) visit(i.path);
+    }
+  };
+  visit(entry);
+  return [...seen];
+}
+
 async function measureOne(
-  name: (typeof lambdaFunctions)[number],
+  name: BundleResult['name'],
   dir: string,
   runs: number,
   variant: { sourceMap: boolean; nodeFlags: string[]; sdkExternal?: boolean },
 ): Promise<BundleResult> {
+  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const outfile = join(dir, 'index.mjs');
-  await build({
-    ...esbuildOptionsFor(join('functions', name, 'handler.ts'), outfile),
+  const entry = name === 'empty handler' ? writeEmptyHandler(dir) : join('functions', name, 'handler.ts');
+  const { metafile } = await build({
+    ...esbuildOptionsFor(entry, dir),
     ...(variant.sourceMap ? { sourcemap: true } : {}),
     ...(variant.sdkExternal ? { external: ['@aws-sdk/*'] } : {}),
+    metafile: true,
     logLevel: 'error',
   });
-  const code = readFileSync(outfile);
+  const outfile = join(dir, 'index.mjs');
+  const code = Object.keys(metafile.outputs).filter((file) => file.endsWith('.mjs'));
+  const loaded = loadedAtImport(metafile.outputs, relative(process.cwd(), outfile));
+  const bytesOf = (files: string[]) => files.reduce((total, file) => total + statSync(file).size, 0);
+  const ownCodeBytes = loaded
+    .flatMap((file) => Object.entries(metafile.outputs[file]?.inputs ?? {}))
+    .filter(([input]) => input.startsWith('functions/'))
+    .reduce((total, [, input]) => total + input.bytesInOutput, 0);
   const invoke = name === 'service-sync';
   // One unmeasured run first, so every measured run finds the files in the page cache.
   await runProbe(outfile, false, variant.nodeFlags);
@@ -170,11 +223,16 @@ async function measureOne(
     });
     return values.length > 0 ? median(values) : undefined;
   };
+  const maps = Object.keys(metafile.outputs).filter((file) => file.endsWith('.map'));
   return {
     name,
-    bytes: code.length,
-    gzipBytes: gzipSync(code, { level: 9 }).length,
-    sourceMapBytes: variant.sourceMap ? statSync(`${outfile}.map`).size : undefined,
+    bytes: statSync(outfile).size,
+    loadedBytes: bytesOf(loaded),
+    totalBytes: bytesOf(code),
+    chunks: code.length - 1,
+    ownCodeBytes,
+    gzipBytes: gzipSync(Buffer.concat(code.map((file) => readFileSync(file))), { level: 9 }).length,
+    sourceMapBytes: variant.sourceMap ? bytesOf(maps) : undefined,
     importMs: median(samples.map((s) => s.importMs)),
     sinceStartMs: median(samples.map((s) => s.sinceStartMs)),
     firstInvokeMs: medianOf((s) => s.firstInvokeMs),
@@ -182,6 +240,13 @@ async function measureOne(
     stackFrame: samples[0]?.stackFrame?.replace(/\(.*[\\/]/, '(') ?? undefined,
     runs,
   };
+}
+
+/** The import floor: an ES module with an empty handler and nothing else. */
+function writeEmptyHandler(dir: string): string {
+  const file = join(dir, 'empty-handler.mjs');
+  writeFileSync(file, 'export const handler = async () => ({});\n');
+  return file;
 }
 
 export async function measureBundles(runs = 5): Promise<BundlesResult> {
@@ -205,6 +270,10 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     sourceMap: true,
     nodeFlags: ['--enable-source-maps'],
   });
+  const floor = await measureOne('empty handler', join(outRoot, 'floor'), runs, {
+    sourceMap: false,
+    nodeFlags: [],
+  });
   const esbuildVersion = (
     JSON.parse(readFileSync('node_modules/esbuild/package.json', 'utf8')) as { version: string }
   ).version;
@@ -212,9 +281,10 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     node: process.version,
     esbuild: esbuildVersion,
     options:
-      'esbuild --bundle --platform=node --format=esm --target=node24 --main-fields=module,main --minify --keep-names --banner:js=<createRequire>, the AWS SDK bundled, no source map (infra/lambda-bundling.ts)',
+      'esbuild --bundle --splitting --platform=node --format=esm --target=node24 --main-fields=module,main --minify --keep-names --banner:js=<createRequire>, the SDK schemas made tree-shakable (infra/sdk-schema-keys.ts), the AWS SDK bundled, no source map (infra/lambda-bundling.ts)',
     functions,
     withoutSdk,
     withSourceMaps,
+    floor,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * AWS calls per scenario for one Service (2 ports, 3 nodes), against moto, through the real use
- * cases and the real NLB provider. ELBv2 + EC2 calls are what DESIGN §5 budgets; tagging-API,
- * state-store and Kubernetes operations are counted beside them.
+ * cases and the real NLB provider. ELBv2 + EC2 calls are what docs/design.md §5 budgets;
+ * tagging-API, state-store and Kubernetes operations are counted beside them.
  */
 import { NlbProvider } from '../../functions/aws/nlb-provider';
 import type { ClaimPolicy } from '../../functions/core/claim';
@@ -26,7 +26,7 @@ export const scenarios = [
 ] as const;
 export type Scenario = (typeof scenarios)[number];
 
-/** DESIGN §5: our goal and the two anchors, counted as ELBv2 + EC2 calls per Service. */
+/** docs/design.md §5: our goal and the two anchors, counted as ELBv2 + EC2 calls per Service. */
 export const anchors: Record<
   Scenario,
   {
@@ -66,8 +66,8 @@ export const anchors: Record<
     albc: 19,
     albcText: '~19',
   },
-  // DESIGN §5 asks ≤ 1 per target group (2 here); one DescribeTags more reads the groups'
-  // ownership tags before any registration, since state alone is no proof (issue 19).
+  // docs/design.md §5 asks ≤ 1 per target group (2 here); one DescribeTags more reads the
+  // groups' ownership tags before any registration, since state alone is no proof (issue 19).
   addNode: { label: 'one node added (per LB)', goal: 3, cpa: 16, albc: 3, albcText: '~3' },
   delete: { label: 'delete', goal: 8, cpa: 11, albc: 15, albcText: '12–18' },
 };

@@ -41,11 +41,30 @@ export interface PhaseCost {
   };
 }
 
+/**
+ * Issue 21's figures for release 0.1's state layout (the lease on the ~2.5 KB record item, so
+ * every lease write cost 3 units), $ per million events, and its goal: at most half of each.
+ */
+export const costBeforeLeaseSplit = { create: 13.4, update: 12.39, delete: 18.37 } as const;
+
+export const floorDefinition =
+  'floor = the cost of what no state layout avoids: the measured SQS requests and Lambda invocations (each billed its 1 ms minimum), one write of the record item (its size in 1 KB units) and one strongly consistent read of it (1 unit)';
+
+export interface CostGoal {
+  readonly phase: keyof typeof costBeforeLeaseSplit;
+  readonly today: number;
+  readonly goal: number;
+  readonly now: number;
+  readonly floor: number;
+}
+
 export interface CostResult {
   readonly prices: typeof prices;
   readonly formula: string;
   readonly memoryMiB: number;
   readonly rows: PhaseCost[];
+  /** Each issue-21 figure beside its goal, today's value and the floor. */
+  readonly goals: CostGoal[];
   readonly excluded: string[];
 }
 
@@ -85,11 +104,27 @@ export function costOf(throughput: ThroughputResult): CostResult {
       perMillion: { ...parts, total: Object.values(parts).reduce((a, b) => a + b, 0) },
     };
   });
+  const goals = throughput.phases.flatMap((phase, i): CostGoal[] => {
+    if (!(phase.phase in costBeforeLeaseSplit)) return [];
+    const name = phase.phase as keyof typeof costBeforeLeaseSplit;
+    const perEvent = rows[i]!.perEvent;
+    const recordWru = Math.ceil(throughput.serviceItemBytes / 1024);
+    const floor =
+      1_000_000 *
+      (perEvent.sqsRequests * prices.sqsPerRequest +
+        perEvent.invocations * prices.lambdaPerRequest +
+        perEvent.invocations * 0.001 * gb * prices.lambdaArmPerGbSecond +
+        recordWru * prices.dynamoPerWru +
+        prices.dynamoPerRru);
+    const today = costBeforeLeaseSplit[name];
+    return [{ phase: name, today, goal: today / 2, now: rows[i]!.perMillion.total, floor }];
+  });
   return {
     prices,
     formula: costFormula,
     memoryMiB: throughput.memoryMiB,
     rows,
+    goals,
     excluded: [
       'free tiers (SQS 1 M requests, Lambda 1 M requests and 400,000 GB-s a month)',
       'CloudWatch Logs ingestion (~1 KB a invocation at $0.50/GB), EMF custom metrics, the dashboard and alarms',

@@ -11,7 +11,7 @@
  *
  * The seed (v1.15/1.16 service controller with cloud-provider-aws): a 100 s node-sync loop; when
  * the node set changed, UpdateLoadBalancer for every LB Service, one after another, 16 ELBv2/EC2
- * calls each (DESIGN §5, counted from cloud-provider-aws), on the same buckets and latency.
+ * calls each (docs/design.md §5, counted from cloud-provider-aws), same buckets and latency.
  */
 import { planNodeSync, type EligibleHosts } from '../../functions/core/node-sync-plan';
 import type { Node, Service } from '../../functions/core/objects';
@@ -27,6 +27,11 @@ import { makeNode, makeService } from '../../test/support/core-objects';
 import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../test/support/in-memory';
 import { awsRateLimits } from '../sim/aws-limits';
 import { FakeAwsAccount, FakeAwsClients } from '../sim/fake-aws';
+import { budgetOn, FakeTatItem } from '../sim/fake-budget';
+import {
+  defaultRegistrationBudget,
+  type RegistrationBudgetSpec,
+} from '../../functions/aws/registration-budget';
 import {
   FakeQueue,
   FakeStateTable,
@@ -53,7 +58,7 @@ export const propagationModel = {
   seed: {
     periodSeconds: 100,
     informerMs: 50,
-    /** cloud-provider-aws UpdateLoadBalancer for one added node (reference/aws-nlb-anchors.md §2.1 c). */
+    /** cloud-provider-aws UpdateLoadBalancer for one added node (docs/design.md §5). */
     callsPerLoadBalancer: [
       ['ec2', 'DescribeInstances'],
       ['elbv2', 'DescribeLoadBalancers'],
@@ -95,6 +100,13 @@ export interface OursRun {
   readonly kubeCalls: number;
   readonly simulatedSeconds: number;
   readonly wallMs: number;
+  /** The shared registration budget the run had (none: per-process limiters only). */
+  readonly budget?: RegistrationBudgetSpec | undefined;
+  /** Conditional writes to the budget item (1 WRU each), and how many its condition refused. */
+  readonly budgetWrites: number;
+  readonly budgetRefused: number;
+  /** Syncs that ended 'requeue-after' because the budget was booked past their lane's horizon. */
+  readonly budgetRequeues: number;
 }
 
 export interface SeedRun {
@@ -139,8 +151,13 @@ const quietLog: RuntimeLog = {
 
 class CountingMetrics implements RuntimeMetrics {
   readonly counts = new Map<string, number>();
-  count(name: string, value = 1): void {
+  count(name: string, value = 1, dimensions?: Record<string, string>): void {
     this.counts.set(name, (this.counts.get(name) ?? 0) + value);
+    // Syncs by outcome, e.g. `Syncs.requeue-after`: the budget's requeues.
+    if (dimensions?.outcome !== undefined) {
+      const named = `${name}.${dimensions.outcome}`;
+      this.counts.set(named, (this.counts.get(named) ?? 0) + value);
+    }
   }
   milliseconds(): void {}
 }
@@ -157,7 +174,13 @@ interface SimService {
  */
 function ourWorld(
   services: readonly SimService[],
-  options: { elbv2CallsPerSecond: number; seed: number; fairQueue: boolean },
+  options: {
+    elbv2CallsPerSecond: number;
+    seed: number;
+    fairQueue: boolean;
+    /** The shared registration budget (the controller's default); undefined: none. */
+    budget?: RegistrationBudgetSpec | undefined;
+  },
 ) {
   const model = propagationModel;
   const clock = new VirtualClock();
@@ -167,6 +190,7 @@ function ourWorld(
     fair: options.fairQueue,
   });
   const table = new FakeStateTable(clock, model.latencyMs);
+  const budgetItem = new FakeTatItem(clock, model.latencyMs);
   const log = new CallLog();
   const kube = new InMemoryKubernetes(log);
   const kubeCalls = { calls: 0 };
@@ -248,7 +272,12 @@ function ourWorld(
   const metrics = new CountingMetrics();
   const clients: FakeAwsClients[] = [];
   const runtimes: RuntimeContext[] = Array.from({ length: concurrency }, (_, w) => {
-    const aws = new FakeAwsClients(account, clock, random);
+    const aws = new FakeAwsClients(
+      account,
+      clock,
+      random,
+      options.budget && budgetOn(budgetItem, options.budget, clock),
+    );
     clients.push(aws);
     const provider = new NlbProvider(aws.asNlbClients(), {
       clusterName: config.clusterName,
@@ -289,6 +318,7 @@ function ourWorld(
     account,
     queue,
     table,
+    budgetItem,
     kube,
     kubeCalls,
     initial,
@@ -303,16 +333,25 @@ function ourWorld(
   };
 }
 
-/** Our pipeline for `services` LB Services, one node added. */
+/**
+ * Our pipeline for `services` LB Services, one node added; with the controller's default shared
+ * registration budget unless `budget` says otherwise (null: per-process limiters only, as before).
+ */
 export async function simulateOurs(
   services: number,
   elbv2CallsPerSecond: number = propagationModel.elbv2CallsPerSecond,
+  budget: RegistrationBudgetSpec | null = defaultRegistrationBudget,
 ): Promise<OursRun> {
   const model = propagationModel;
   const started = performance.now();
   const world = ourWorld(
     Array.from({ length: services }, (_, i) => ({ namespace: `team-${i % 20}`, name: `svc-${i}` })),
-    { elbv2CallsPerSecond, seed: services * 7919 + elbv2CallsPerSecond, fairQueue: true },
+    {
+      elbv2CallsPerSecond,
+      seed: services * 7919 + elbv2CallsPerSecond,
+      fairQueue: true,
+      budget: budget ?? undefined,
+    },
   );
   const { clock, account, queue, table, kube, completions } = world;
   let stopped = false;
@@ -346,6 +385,10 @@ export async function simulateOurs(
     kubeCalls: world.kubeCalls.calls,
     simulatedSeconds: clock.ms / 1000,
     wallMs: performance.now() - started,
+    budget: budget ?? undefined,
+    budgetWrites: world.budgetItem.stats.writes,
+    budgetRefused: world.budgetItem.stats.refused,
+    budgetRequeues: world.metrics.counts.get('Syncs.requeue-after') ?? 0,
   };
 }
 
@@ -431,6 +474,79 @@ export async function simulateNamespaceBurst(options: {
     noisyGroupsPeak: queue.stats.noisyGroupsPeak,
     throttledAttempts: account.stats.throttled,
     elbv2Attempts: account.stats.attempts,
+    wallMs: performance.now() - started,
+  };
+}
+
+export interface SwapRun {
+  readonly services: number;
+  readonly budget?: RegistrationBudgetSpec | undefined;
+  /** When the last NLB had dropped the removed node from all its target groups (ms). */
+  readonly lastRemovalMs: number;
+  /** When the last NLB had the added node in all its target groups (ms). */
+  readonly lastAdditionMs: number;
+  readonly removalP50Ms: number;
+  readonly additionP50Ms: number;
+  readonly elbv2Attempts: number;
+  readonly throttledAttempts: number;
+  readonly budgetRequeues: number;
+  readonly wallMs: number;
+}
+
+/**
+ * One node removed and one added in the same moment, on `services` LB Services: each Service's
+ * host update then deregisters one instance and registers another in each target group (4
+ * registration calls per Service). Removals matter more (the node is gone, or no longer eligible),
+ * so they should all be done before the additions are.
+ */
+export async function simulateSwap(
+  services: number,
+  budget: RegistrationBudgetSpec | null = defaultRegistrationBudget,
+): Promise<SwapRun> {
+  const model = propagationModel;
+  const started = performance.now();
+  const world = ourWorld(
+    Array.from({ length: services }, (_, i) => ({ namespace: `team-${i % 20}`, name: `svc-${i}` })),
+    {
+      elbv2CallsPerSecond: model.elbv2CallsPerSecond,
+      seed: services * 7919 + 3,
+      fairQueue: true,
+      budget: budget ?? undefined,
+    },
+  );
+  const { clock, account, queue, kube, completions } = world;
+  const removed = kube.nodes[0]!;
+  const removedId = instanceId(1);
+  const removals = new Map<string, number>();
+  const onAdded = account.onTargetsChanged;
+  account.onTargetsChanged = (tg) => {
+    onAdded?.(tg);
+    if (removals.has(tg.serviceKey)) return;
+    const mine = [...account.targetGroups.values()].filter((g) => g.serviceKey === tg.serviceKey);
+    if (mine.every((g) => !g.targets.has(removedId))) removals.set(tg.serviceKey, clock.ms);
+  };
+  let stopped = false;
+  const main = (async () => {
+    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    kube.nodes = [...kube.nodes.filter((n) => n !== removed), world.added];
+    await clock.sleep(model.watchMs);
+    await queue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'nodes changed' }]);
+    await world.done;
+    stopped = true;
+  })();
+  await clock.run(main, 6 * 3600_000);
+  const removalTimes = [...removals.values()].sort((a, b) => a - b);
+  const additionTimes = [...completions.values()].sort((a, b) => a - b);
+  return {
+    services,
+    budget: budget ?? undefined,
+    lastRemovalMs: removalTimes.length === services ? removalTimes.at(-1)! : Number.NaN,
+    lastAdditionMs: additionTimes.at(-1) ?? Number.NaN,
+    removalP50Ms: median(removalTimes),
+    additionP50Ms: median(additionTimes),
+    elbv2Attempts: account.stats.attempts,
+    throttledAttempts: account.stats.throttled,
+    budgetRequeues: world.metrics.counts.get('Syncs.requeue-after') ?? 0,
     wallMs: performance.now() - started,
   };
 }

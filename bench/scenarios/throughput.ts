@@ -72,8 +72,10 @@ export interface ThroughputResult {
   readonly services: number;
   readonly concurrency: number;
   readonly memoryMiB: number;
-  /** Median size of a Service's state item after its create (bytes, DynamoDB's way of counting). */
+  /** Median size of a Service's record item after its create (bytes, DynamoDB's way of counting). */
   readonly serviceItemBytes: number;
+  /** Median size of a Service's lease item after its create (absent from runs before the split). */
+  readonly leaseItemBytes?: number;
   readonly phases: PhaseResult[];
 }
 
@@ -333,6 +335,7 @@ export async function throughput(
   const keys = Array.from({ length: n }, (_, i) => `bench/svc-${i}`);
   const phases: PhaseResult[] = [];
   let serviceItemBytes: number | undefined;
+  let leaseItemBytes: number | undefined;
   try {
     forwarder.start();
     await waitFor('the forwarder start', () => forwarder.ready);
@@ -365,6 +368,7 @@ export async function throughput(
     );
 
     serviceItemBytes = percentile(meter.itemSizes('svc#'), 50);
+    leaseItemBytes = percentile(meter.itemSizes('svclease#'), 50);
 
     // Update: an annotation change (a needsUpdate field) on every Service, until each is synced again.
     phases.push(
@@ -476,6 +480,7 @@ export async function throughput(
     concurrency,
     memoryMiB: 512,
     serviceItemBytes: serviceItemBytes ?? Number.NaN,
+    leaseItemBytes: leaseItemBytes ?? Number.NaN,
     phases,
   };
 }

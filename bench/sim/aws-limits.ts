@@ -21,7 +21,7 @@ export const awsRateLimits = {
     source:
       'AWS Load Balancer Controller defaults (pkg/aws/throttle/defaults.go, "4:20"; PR #4641 aligns them with the ' +
       'table in "Request throttling for the ELB API", docs.aws.amazon.com/elasticloadbalancing/latest/userguide/' +
-      'elb-api-throttling.html); DESIGN §3: "RegisterTargets ~4/s sustained in practice"',
+      'elb-api-throttling.html); docs/design.md §6',
   },
   elbv2Describe: {
     capacity: 40,

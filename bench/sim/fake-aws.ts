@@ -9,6 +9,7 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import type { NlbClients } from '../../functions/aws/clients';
+import type { RegistrationBudget } from '../../functions/aws/registration-budget';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import {
   AdaptiveRateLimiter,
@@ -36,6 +37,8 @@ export interface AwsCallStats {
   throttled: number;
   readonly byOperation: Record<string, number>;
 }
+
+const registration = /^(Register|Deregister)Targets$/;
 
 function operationOf(command: object): string {
   return command.constructor.name.replace(/Command$/, '');
@@ -183,7 +186,8 @@ export interface ClientStats {
 
 /**
  * The NLB provider's clients inside one Lambda instance: the per-process limiter on ELBv2 (every
- * attempt passes it, as the finalizeRequest middleware does), and the SDK's adaptive retry mode
+ * attempt passes it, as the finalizeRequest middleware does) or, for registrations, the shared
+ * budget when there is one, and the SDK's adaptive retry mode
  * with `maxAttempts: 5` (createRuntime's default).
  */
 export class FakeAwsClients {
@@ -200,6 +204,8 @@ export class FakeAwsClients {
     private readonly account: FakeAwsAccount,
     private readonly clock: VirtualClock,
     private readonly random: () => number,
+    /** The shared registration budget, as addRateLimits is given it; none: per-process only. */
+    private readonly budget?: RegistrationBudget,
   ) {
     this.limiter = new ProcessLimiter(clock);
     this.adaptive = {
@@ -227,7 +233,11 @@ export class FakeAwsClients {
     let retries = 0;
     await adaptive.getSendToken();
     for (;;) {
-      if (service === 'elbv2') await this.limiter.gate(operation);
+      // As addRateLimits: registrations book a slot on the shared budget (a RequeueAfterError
+      // ends the call, unretried), everything else passes the per-process limiter.
+      if (service === 'elbv2' && this.budget !== undefined && registration.test(operation)) {
+        await this.budget.take(operation);
+      } else if (service === 'elbv2') await this.limiter.gate(operation);
       try {
         const output = await this.account.attempt(service, command);
         adaptive.update(false);

@@ -296,13 +296,17 @@ export interface StateStats {
 type Item = Record<string, unknown>;
 
 /**
- * The state table with DynamoStateStore's semantics (lease with fencing counter and dirty flag,
- * failure counting, fenced writes), one latency per DynamoDB request it would make.
+ * The state table with DynamoStateStore's semantics (a Service's lease on an item of its own,
+ * with fencing counter and dirty flag, and failure counting; record writes conditioned on the
+ * version read), one latency per DynamoDB request it would make.
  */
 export class FakeStateTable {
   readonly stats: StateStats = { calls: 0 };
   readonly items = new Map<string, Item>();
   private eligible: EligibleHosts | undefined;
+  /** Per lease, the record version its holder last saw (DynamoStateStore's optimistic check). */
+  private readonly seen = new WeakMap<Lease, { ver: number | undefined; hasRecord: boolean }>();
+  private versions = 0;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -362,10 +366,11 @@ export class FakeStateTable {
       delete item.leaseUntil;
       if (failures === 'reset') item.failures = 0;
       if (failures === 'increment') item.failures = Number(item.failures ?? 0) + 1;
-      if (lease.pk.startsWith('svc#')) {
-        // removeIfEmpty: one conditional DeleteItem.
+      // A Service's lease item goes (one DeleteItem) once its holder saw the record gone.
+      const seen = this.seen.get(lease);
+      if (lease.pk.startsWith('svclease#') && seen?.hasRecord === false && !item.failures) {
         await this.call();
-        if (item.rec === undefined && !item.failures) this.items.delete(lease.pk);
+        this.items.delete(lease.pk);
       }
       return { kind: 'released', failures: Number(item.failures ?? 0) };
     }
@@ -377,6 +382,20 @@ export class FakeStateTable {
   }
 
   fencedBy(lease: Lease): StateStore {
+    // The record item is written whole, conditioned on the version this lease's holder saw.
+    const recordWrite = async (key: ServiceKey, rec: ServiceRecord | undefined) => {
+      await this.call();
+      const item = this.items.get(`svc#${key}`);
+      if (lease.pk !== `svclease#${key}` || item?.ver !== this.seen.get(lease)?.ver) {
+        throw new BusyError(`${key} was written since lease ${lease.pk} read it; not writing`);
+      }
+      const ver = ++this.versions;
+      this.items.set(
+        `svc#${key}`,
+        rec === undefined ? { pk: `svc#${key}`, ver } : { pk: `svc#${key}`, rec, ver },
+      );
+      this.seen.set(lease, { ver, hasRecord: rec !== undefined });
+    };
     const fenced = async (write: () => void) => {
       await this.call();
       const item = this.item(lease.pk);
@@ -388,18 +407,18 @@ export class FakeStateTable {
     return {
       getService: async (key) => {
         await this.call();
-        const rec = this.items.get(`svc#${key}`)?.rec;
+        const item = this.items.get(`svc#${key}`);
+        const rec = item?.rec;
+        this.seen.set(lease, {
+          ver: item?.ver as number | undefined,
+          hasRecord: rec !== undefined,
+        });
         return rec === undefined ? undefined : (structuredClone(rec) as ServiceRecord);
       },
       putService: (record) =>
-        fenced(() => {
-          const item = this.item(`svc#${record.key}`);
-          item.rec = JSON.parse(JSON.stringify(record)) as ServiceRecord;
-        }),
-      deleteService: (key) =>
-        fenced(() => {
-          delete this.item(`svc#${key}`).rec;
-        }),
+        recordWrite(record.key, JSON.parse(JSON.stringify(record)) as ServiceRecord),
+      // A tombstone stays (DynamoDB's TTL removes it a day later).
+      deleteService: (key) => recordWrite(key, undefined),
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: async () => {
         // The meta item, then the chunk (one chunk holds ~3,000 hosts).

@@ -1,9 +1,9 @@
 import { RetryableError, TerminalError, type FailureClass } from '../core/errors';
 
 /**
- * AWS error codes by what fixes them (DESIGN §4). Only a wrong spec is terminal; quota, capacity,
- * permission and dependency errors are retried with capped backoff, so a raised quota, a fixed
- * policy or a resource that appears is picked up within one backoff period.
+ * AWS error codes by what fixes them (docs/design.md §4). Only a wrong spec is terminal; quota,
+ * capacity, permission and dependency errors are retried with capped backoff, so a raised quota, a
+ * fixed policy or a resource that appears is picked up within one backoff period.
  */
 const codeClasses: Readonly<Record<string, FailureClass | 'spec'>> = {
   // Throttling, across ELBv2, EC2 and the tagging API.
@@ -89,7 +89,7 @@ export function isAwsError(error: unknown, ...codes: string[]): boolean {
 }
 
 /**
- * Translates an AWS SDK error into the controller's taxonomy (DESIGN §4): a refusal of what the
+ * Translates an AWS SDK error into our taxonomy (docs/design.md §4): a refusal of what the
  * spec asks for is terminal; everything else is retryable, with the class of what fixes it.
  */
 export function translateAwsError(error: unknown, action: string): Error {

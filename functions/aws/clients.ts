@@ -8,6 +8,8 @@ import type {
   MetadataBearer,
 } from '@smithy/types';
 import pThrottle from 'p-throttle';
+import { RequeueAfterError } from '../core/errors';
+import type { RegistrationBudget } from './registration-budget';
 
 /** The AWS clients the NLB provider uses. */
 export interface NlbClients {
@@ -27,7 +29,9 @@ export interface NlbClientOptions {
 /**
  * Client-side rate limits per ELBv2 API family, below AWS's token buckets (the values the AWS Load
  * Balancer Controller settled on, PR #4641, with Describe kept conservative). They bound one
- * process; the event source mapping's maximum concurrency bounds the fleet.
+ * process; the event source mapping's maximum concurrency bounds the fleet, and registrations,
+ * which all Services' host updates compete for, share one budget across instances
+ * (registration-budget.ts) when one is given.
  */
 const elbv2Families: readonly { readonly pattern: RegExp; readonly perSecond: number }[] = [
   { pattern: /^(Register|Deregister)Targets/, perSecond: 4 },
@@ -36,11 +40,16 @@ const elbv2Families: readonly { readonly pattern: RegExp; readonly perSecond: nu
   { pattern: /./, perSecond: 5 },
 ];
 
-export function createNlbClients(options: NlbClientOptions): NlbClients {
+const registrationFamily = /^(Register|Deregister)Targets$/;
+
+export function createNlbClients(
+  options: NlbClientOptions,
+  budget?: RegistrationBudget,
+): NlbClients {
   // Adaptive retries slow the client down when AWS starts throttling (SDK-side token bucket).
   const config = { ...options, maxAttempts: 5, retryMode: 'adaptive' as const };
   const elbv2 = new ElasticLoadBalancingV2Client(config);
-  addRateLimits(elbv2);
+  addRateLimits(elbv2, budget);
   return {
     elbv2,
     ec2: new EC2Client(config),
@@ -48,8 +57,16 @@ export function createNlbClients(options: NlbClientOptions): NlbClients {
   };
 }
 
-/** Throttles every attempt (retries included) of each API family of an ELBv2 client. */
-export function addRateLimits(client: ElasticLoadBalancingV2Client): void {
+/**
+ * Throttles every attempt (retries included) of each API family of an ELBv2 client. With a budget,
+ * each RegisterTargets/DeregisterTargets attempt books its slot there instead; a budget booked past
+ * its horizon fails the call with RequeueAfterError (the SDK does not retry it), and a budget that
+ * cannot be reached leaves the decision to the per-process limiter.
+ */
+export function addRateLimits(
+  client: ElasticLoadBalancingV2Client,
+  budget?: RegistrationBudget,
+): void {
   const throttles = elbv2Families.map((family) => ({
     ...family,
     gate: pThrottle({ limit: family.perSecond, interval: 1000 })(() => Promise.resolve()),
@@ -59,6 +76,16 @@ export function addRateLimits(client: ElasticLoadBalancingV2Client): void {
       async (args: FinalizeHandlerArguments<object>) => {
         const operation = (context.commandName ?? '').replace(/Command$/, '');
         const family = throttles.find((t) => t.pattern.test(operation));
+        if (budget !== undefined && registrationFamily.test(operation)) {
+          const shared = await budget.take(operation).then(
+            () => true,
+            (error: unknown) => {
+              if (error instanceof RequeueAfterError) throw error;
+              return false;
+            },
+          );
+          if (shared) return next(args);
+        }
         if (family !== undefined) await family.gate();
         return next(args);
       },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   ConditionalCheckFailedException,
   TransactionCanceledException,
@@ -21,14 +22,39 @@ import { lifecycleEventProblem, type LifecycleEvent } from '../events/lifecycle-
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
 
 /**
- * The state table (DESIGN §3): one DynamoDB table, partition key `pk`.
+ * The state table: one DynamoDB table, partition key `pk`.
  *
  * | pk                   | holds |
- * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`, `nodeSelector`; lease `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures` |
+ * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`, `nodeSelector`, `updatedAt`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone) |
+ * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures`, `failingSince` (ms), `lastPassAt` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
  * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
+ *
+ * Why a Service's lease has an item of its own: DynamoDB bills a write by the larger of the item
+ * before and after, per started KB. The record is a few KB, the lease item about 200 bytes, so
+ * taking, extending and releasing the lease and marking it dirty cost 1 write unit each instead
+ * of 3 or more.
+ *
+ * How record writes stay safe without the lease on the same item (a condition cannot read another
+ * item outside a transaction, and a transaction bills each item twice): optimistic concurrency.
+ * The lease's view remembers the `ver` it last read or wrote, and writes (`putService`, and
+ * `deleteService`, which leaves a tombstone) only where `ver` is still that token, or absent when
+ * it saw none. Tokens are never reused, so a holder whose lease expired can never overwrite what a
+ * newer holder wrote, nor can a newer holder write on a read older than a stale holder's write:
+ * either write fails with BusyError, and the failing holder marks its own lease dirty, so a holder
+ * that still has its lease runs one more pass on a fresh read (a stale one finds its lease lost).
+ * A stale write that lands before the newer holder read anything is not lost work: it records what
+ * that holder did in AWS, and the newer holder reads it. The tombstone keeps a stale creator from
+ * bringing a deleted record back; TTL removes it (free) a day later, long after any holder is gone
+ * (a Lambda runs at most 15 minutes, a lease outlasts it).
+ *
+ * Release 0.1 kept the lease on the `svc#` item. Its items are read as records; a live 0.1 lease
+ * on one (`leaseOwner` with `leaseUntil` not past) makes the key busy: the 0.1 holder is marked
+ * dirty so it runs once more, and no write lands while it lasts. The first write replaces the
+ * item whole, which drops the 0.1 lease attributes (its failure count restarts), and a 0.1 item
+ * left with no record is deleted when a release finds the Service gone.
  */
 export interface Lease {
   readonly pk: string;
@@ -53,14 +79,30 @@ export type FinishResult =
 export type FailureUpdate = 'reset' | 'increment' | 'keep';
 
 const chunkBytes = 350_000;
-/** A Service's record as JSON: DynamoDB items hold 400 KB, less the lease and bookkeeping. */
+/** A Service's record as JSON: DynamoDB items hold 400 KB, less the copied-out attributes. */
 export const maxRecordBytes = 380 * 1024;
 
 export const servicePk = (key: ServiceKey) => `svc#${key}`;
+/** A Service's lease: not `lease#`, which names the global leases. */
+export const serviceLeasePk = (key: ServiceKey) => `svclease#${key}`;
+/** How long a deleted record's tombstone stays (see the class comment). */
+const tombstoneSeconds = 24 * 60 * 60;
+
+/** What a lease's holder last saw of its Service's record item. */
+interface RecordSeen {
+  /** The `ver` token read or written; undefined when there was none. */
+  readonly ver: string | undefined;
+  readonly hasRecord: boolean;
+  /** A 0.1 item with no record (only lease bookkeeping): removed once the Service is gone. */
+  readonly legacyLeftover: boolean;
+}
 export const pendingEventPk = (eventId: string) => `evt#${eventId}`;
 export const leasePk = (name: string) => `lease#${name}`;
 
 export class DynamoStateStore {
+  /** Per lease, what its holder last saw of the record: the token its next write is conditioned on. */
+  private readonly seen = new WeakMap<Lease, RecordSeen>();
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -188,11 +230,13 @@ export class DynamoStateStore {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      // The item as this update left it says whether there is anything to remove: a live record
-      // or failures keep it, and a conditional delete that fails is still a billed write.
+      // Only a holder that saw the record gone removes the lease item, and only without failures
+      // to keep: a conditional delete that fails is still a billed write.
       const left = result.Attributes ?? {};
-      if (left.rec === undefined && !(Number(left.failures ?? 0) > 0)) {
+      const seen = this.seen.get(lease);
+      if (seen !== undefined && !seen.hasRecord && !(Number(left.failures ?? 0) > 0)) {
         await this.removeIfEmpty(lease.pk);
+        if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
       }
       return { kind: 'released', failures: Number(left.failures ?? 0) };
     } catch (error) {
@@ -201,10 +245,13 @@ export class DynamoStateStore {
     }
   }
 
-  /** The port the use cases see while holding `lease`: every write is fenced by it. */
+  /**
+   * The port the use cases see while holding `lease`: record writes are conditioned on what its
+   * reads saw (see the class comment), the host set on the lease itself.
+   */
   fencedBy(lease: Lease): StateStore {
     return {
-      getService: (key) => this.getService(key),
+      getService: (key) => this.getServiceFor(key, lease),
       putService: (record) => this.putService(record, lease),
       deleteService: (key) => this.deleteService(key, lease),
       listServiceHosts: () => this.listServiceHosts(),
@@ -213,18 +260,41 @@ export class DynamoStateStore {
     };
   }
 
+  /** Reads the record without a lease (status views, uninstall): remembers nothing. */
   async getService(key: ServiceKey): Promise<ServiceRecord | undefined> {
-    const item = await this.get(servicePk(key));
-    return typeof item?.rec === 'string' ? (JSON.parse(item.rec) as ServiceRecord) : undefined;
+    return parseRecord(await this.get(servicePk(key)));
   }
 
   async getItem(pk: string): Promise<Record<string, unknown> | undefined> {
     return this.get(pk);
   }
 
-  /** Fenced: fails with BusyError when the lease was lost, so a late writer cannot clobber newer state. */
+  /**
+   * Reads the record for `lease`'s holder and remembers its `ver` for the holder's next write.
+   * A live 0.1 lease on the item makes the key busy (its holder is marked dirty to run again).
+   */
+  private async getServiceFor(key: ServiceKey, lease: Lease): Promise<ServiceRecord | undefined> {
+    const pk = servicePk(key);
+    const item = await this.get(pk);
+    const now = this.clock.now().getTime();
+    if (typeof item?.leaseOwner === 'string' && Number(item.leaseUntil) >= now) {
+      await this.markLegacyDirty(pk, item.leaseOwner, now);
+      throw new BusyError(`${key} is held by a release 0.1 lease until ${Number(item.leaseUntil)}`);
+    }
+    const record = parseRecord(item);
+    if (lease.pk === serviceLeasePk(key)) {
+      this.seen.set(lease, {
+        ver: typeof item?.ver === 'string' ? item.ver : undefined,
+        hasRecord: record !== undefined,
+        legacyLeftover: item !== undefined && record === undefined && item.ver === undefined,
+      });
+    }
+    return record;
+  }
+
+  /** Conditioned on the record `lease`'s holder last saw: BusyError when someone wrote since. */
   async putService(record: ServiceRecord, lease: Lease): Promise<void> {
-    if (lease.pk !== servicePk(record.key))
+    if (lease.pk !== serviceLeasePk(record.key))
       throw new BusyError(`lease ${lease.pk} does not cover ${record.key}`);
     const rec = JSON.stringify(record);
     const bytes = Buffer.byteLength(rec);
@@ -234,24 +304,80 @@ export class DynamoStateStore {
         `the Service's state record would be ${Math.ceil(bytes / 1024)} KiB, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
       );
     }
-    await this.fencedUpdate(
-      lease,
-      'SET rec = :rec, uid = :uid, hostsHash = :hash, nodeSelector = :selector, updatedAt = :now',
-      {
-        ':rec': rec,
-        ':uid': record.uid,
-        ':hash': record.hostsHash ?? '',
-        // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
-        ':selector': record.nodeSelector ?? '',
-        ':now': record.updatedAt,
-      },
-    );
+    await this.writeRecord(lease, record.key, {
+      rec,
+      uid: record.uid,
+      hostsHash: record.hostsHash ?? '',
+      // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
+      nodeSelector: record.nodeSelector ?? '',
+      updatedAt: record.updatedAt,
+    });
   }
 
+  /** Leaves a tombstone, so a stale holder cannot bring the record back (see the class comment). */
   async deleteService(key: ServiceKey, lease: Lease): Promise<void> {
-    if (lease.pk !== servicePk(key)) throw new BusyError(`lease ${lease.pk} does not cover ${key}`);
-    // The item stays while the lease is held; it is removed when the lease is released empty.
-    await this.fencedUpdate(lease, 'REMOVE rec, uid, hostsHash, nodeSelector', {});
+    if (lease.pk !== serviceLeasePk(key))
+      throw new BusyError(`lease ${lease.pk} does not cover ${key}`);
+    await this.writeRecord(lease, key, {
+      expiresAt: Math.ceil(this.clock.now().getTime() / 1000) + tombstoneSeconds,
+    });
+  }
+
+  /**
+   * Replaces the record item whole (a 0.1 item loses its lease attributes with it) if its `ver`
+   * is still what the holder saw and no 0.1 lease on it is live.
+   */
+  private async writeRecord(
+    lease: Lease,
+    key: ServiceKey,
+    attributes: Record<string, string | number>,
+  ): Promise<void> {
+    const seen = this.seen.get(lease);
+    const ver = randomUUID();
+    const now = this.clock.now().getTime();
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: servicePk(key), ...attributes, ver },
+          ConditionExpression: `${seen?.ver === undefined ? 'attribute_not_exists(ver)' : 'ver = :seen'} AND (attribute_not_exists(leaseOwner) OR leaseUntil < :now)`,
+          ExpressionAttributeValues: {
+            ':now': now,
+            ...(seen?.ver === undefined ? {} : { ':seen': seen.ver }),
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw retryable(error, 'write state');
+      // Our next pass must read afresh; if the lease is lost meanwhile, there is none.
+      await this.fencedUpdate(lease, 'SET dirty = :true', { ':true': true }).catch(
+        (markError: unknown) => {
+          if (!(markError instanceof BusyError)) throw markError;
+        },
+      );
+      throw new BusyError(
+        `${key} was written by another holder since lease ${lease.pk} (fence ${lease.fence}) read it; not writing`,
+      );
+    }
+    this.seen.set(lease, { ver, hasRecord: 'rec' in attributes, legacyLeftover: false });
+  }
+
+  /** Has a live 0.1 holder run once more, as its own acquire would have (S5). */
+  private async markLegacyDirty(pk: string, owner: string, now: number): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk },
+          ConditionExpression: 'leaseOwner = :owner AND leaseUntil >= :now',
+          UpdateExpression: 'SET dirty = :true',
+          ExpressionAttributeValues: { ':owner': owner, ':now': now, ':true': true },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'mark dirty');
+    }
   }
 
   async listServiceHosts(): Promise<ServiceHostsState[]> {
@@ -289,20 +415,35 @@ export class DynamoStateStore {
       failingSince?: number;
     }[]
   > {
-    const items = [];
+    // One scan sees both item kinds of a key: the record item says whether there is a record,
+    // the lease item has the lease and failures (a 0.1 record item has both).
+    const records = new Map<ServiceKey, Record<string, unknown>>();
+    const leases = new Map<ServiceKey, Record<string, unknown>>();
     for await (const item of this.scan(
-      'begins_with(pk, :svc)',
-      { ':svc': 'svc#' },
-      'pk, uid, rec, failures, dirty, leaseUntil, failingSince',
+      'begins_with(pk, :svc) OR begins_with(pk, :lease)',
+      { ':svc': 'svc#', ':lease': 'svclease#' },
+      'pk, uid, ver, failures, dirty, leaseUntil, failingSince',
     )) {
+      const pk = String(item.pk);
+      if (pk.startsWith('svc#')) records.set(pk.slice('svc#'.length), item);
+      else leases.set(pk.slice('svclease#'.length), item);
+    }
+    const items = [];
+    for (const key of new Set([...records.keys(), ...leases.keys()])) {
+      const record = records.get(key);
+      // uid is written with every record and absent from a tombstone.
+      const hasRecord = typeof record?.uid === 'string';
+      const lease = leases.get(key) ?? record;
+      // A tombstone alone is nothing to sweep.
+      if (!hasRecord && leases.get(key) === undefined && typeof record?.ver === 'string') continue;
       items.push({
-        key: String(item.pk).slice('svc#'.length),
-        ...(typeof item.uid === 'string' ? { uid: item.uid } : {}),
-        hasRecord: typeof item.rec === 'string',
-        failures: Number(item.failures ?? 0),
-        dirty: item.dirty === true,
-        ...(typeof item.leaseUntil === 'number' ? { leaseUntil: item.leaseUntil } : {}),
-        ...(typeof item.failingSince === 'number' ? { failingSince: item.failingSince } : {}),
+        key,
+        ...(hasRecord ? { uid: String(record?.uid) } : {}),
+        hasRecord,
+        failures: Number(lease?.failures ?? 0),
+        dirty: lease?.dirty === true,
+        ...(typeof lease?.leaseUntil === 'number' ? { leaseUntil: lease.leaseUntil } : {}),
+        ...(typeof lease?.failingSince === 'number' ? { failingSince: lease.failingSince } : {}),
       });
     }
     return items;
@@ -572,17 +713,37 @@ export class DynamoStateStore {
     }
   }
 
-  /** An item that holds nothing but failure bookkeeping at zero goes away. */
+  /** A Service lease item that holds nothing but failure bookkeeping at zero goes away. */
   private async removeIfEmpty(pk: string): Promise<void> {
-    if (!pk.startsWith('svc#')) return;
+    if (!pk.startsWith('svclease#')) return;
+    await this.conditionalDelete(
+      pk,
+      'attribute_not_exists(leaseOwner) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
+      { ':zero': 0, ':false': false },
+    );
+  }
+
+  /** A release 0.1 `svc#` item with no record and no live 0.1 lease goes away. */
+  private async removeLegacyLeftover(leasePk: string): Promise<void> {
+    await this.conditionalDelete(
+      servicePk(leasePk.slice('svclease#'.length)),
+      'attribute_not_exists(rec) AND attribute_not_exists(ver) AND (attribute_not_exists(leaseOwner) OR leaseUntil < :now)',
+      { ':now': this.clock.now().getTime() },
+    );
+  }
+
+  private async conditionalDelete(
+    pk: string,
+    condition: string,
+    values: Record<string, unknown>,
+  ): Promise<void> {
     try {
       await this.doc.send(
         new DeleteCommand({
           TableName: this.tableName,
           Key: { pk },
-          ConditionExpression:
-            'attribute_not_exists(rec) AND attribute_not_exists(leaseOwner) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
-          ExpressionAttributeValues: { ':zero': 0, ':false': false },
+          ConditionExpression: condition,
+          ExpressionAttributeValues: values,
         }),
       );
     } catch (error) {
@@ -619,6 +780,10 @@ export class DynamoStateStore {
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
   }
+}
+
+function parseRecord(item: Record<string, unknown> | undefined): ServiceRecord | undefined {
+  return typeof item?.rec === 'string' ? (JSON.parse(item.rec) as ServiceRecord) : undefined;
 }
 
 function parseStoredEvent(text: unknown): LifecycleEvent | undefined {

@@ -34,7 +34,7 @@ import {
   type LoadBalancer,
   type ProtocolEnum,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { InvariantError, TerminalError } from '../core/errors';
+import { InvariantError, RequeueAfterError, TerminalError } from '../core/errors';
 import type { Service } from '../core/objects';
 import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
@@ -80,7 +80,9 @@ export async function executePlan(request: ExecuteRequest): Promise<void> {
       await run.apply(step);
     } catch (error) {
       const translated =
-        error instanceof TerminalError || error instanceof InvariantError
+        error instanceof TerminalError ||
+        error instanceof InvariantError ||
+        error instanceof RequeueAfterError
           ? error
           : translateAwsError(error, describeStep(step));
       await run.settleUncheckedTargetGroups();

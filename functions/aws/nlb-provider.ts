@@ -7,7 +7,7 @@ import {
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
-import { errorMessage, NotFoundError, TerminalError } from '../core/errors';
+import { errorMessage, NotFoundError, RequeueAfterError, TerminalError } from '../core/errors';
 import { stableHash, type JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
 import type { LoadBalancerStatus, Service } from '../core/objects';
@@ -256,36 +256,47 @@ export class NlbProvider implements LoadBalancerProvider {
     }
     const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
     await this.requireOwnedTargetGroups(service, nlb);
-    try {
-      for (const tg of groups) {
-        const current = tg.targets ?? [];
-        const register = wanted.filter((id) => !current.includes(id));
-        const deregister = current.filter((id) => !wanted.includes(id));
-        // Register first, so a group never drops to zero targets in between.
-        if (register.length > 0) {
-          await this.clients.elbv2.send(
-            new RegisterTargetsCommand({
-              TargetGroupArn: tg.arn,
-              Targets: register.map((Id) => ({ Id })),
-            }),
-          );
-        }
-        tg.targets = [...new Set([...current, ...register])].sort();
-        if (deregister.length > 0) {
-          await this.clients.elbv2.send(
-            new DeregisterTargetsCommand({
-              TargetGroupArn: tg.arn,
-              Targets: deregister.map((Id) => ({ Id })),
-            }),
-          );
-        }
-        tg.targets = wanted;
+    // Removals first (a node that left or may no longer serve matters more than a new one, and
+    // the registration budget gives them priority), except where a group would drop to zero
+    // targets in between: there the new targets go in first.
+    const changes = groups.map((tg) => {
+      const current = tg.targets ?? [];
+      const register = wanted.filter((id) => !current.includes(id));
+      const deregister = current.filter((id) => !wanted.includes(id));
+      return { tg, register, deregister, keepsTargets: current.length > deregister.length };
+    });
+    const send = async (
+      tg: (typeof groups)[number],
+      kind: 'register' | 'deregister',
+      ids: readonly string[],
+    ) => {
+      if (ids.length === 0) return;
+      const input = { TargetGroupArn: tg.arn, Targets: ids.map((Id) => ({ Id })) };
+      await this.clients.elbv2.send(
+        kind === 'register'
+          ? new RegisterTargetsCommand(input)
+          : new DeregisterTargetsCommand(input),
+      );
+      const current = new Set(tg.targets ?? []);
+      for (const id of ids) {
+        if (kind === 'register') current.add(id);
+        else current.delete(id);
       }
+      tg.targets = [...current].sort();
+    };
+    try {
+      for (const c of changes) if (c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
+      for (const c of changes) await send(c.tg, 'register', c.register);
+      for (const c of changes) if (!c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
+      for (const c of changes) c.tg.targets = wanted;
     } catch (error) {
-      // A target group deleted behind our back: drift, which only a full Ensure repairs.
+      // A target group deleted behind our back: drift, which only a full Ensure repairs. A
+      // registration budget booked ahead is not a failure: the key comes back later.
       const translated = isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
         ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
-        : translateAwsError(error, 'update targets');
+        : error instanceof RequeueAfterError
+          ? error
+          : translateAwsError(error, 'update targets');
       throw Object.assign(translated, { providerState: toProviderState(nlb) });
     }
     return { state: toProviderState(nlb), instances: wanted };

@@ -1,8 +1,8 @@
 import { redactSecrets } from './redact';
 
 /**
- * The error taxonomy (DESIGN §4). Adapters translate SDK and API errors into these; callers pick
- * the handling from the kind: backoff, a fixed delay, a Warning only, or an alarm.
+ * The error taxonomy (docs/design.md §4). Adapters translate SDK and API errors into these;
+ * callers pick the handling from the kind: backoff, a fixed delay, a Warning only, or an alarm.
  */
 export type ErrorKind = 'retryable' | 'requeue-after' | 'busy' | 'terminal' | 'invariant';
 

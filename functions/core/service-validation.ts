@@ -6,7 +6,7 @@ import { sizeProblems } from './service-limits';
 
 /**
  * Service fields this controller cannot honour. Each gets a terminal Warning that names it rather
- * than being silently ignored (DESIGN §2).
+ * than being silently ignored (docs/design.md §2).
  */
 export function unsupportedFields(service: Service): string[] {
   const spec = service.spec ?? {};

@@ -3,6 +3,7 @@ import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import { forwarderConfigFromEnvironment } from './config';
 import { Forwarder } from './forwarder';
 import { InClusterConnection } from './in-cluster';
+import { sendByKind } from './queue-routing';
 
 /** The forwarder process: the Pod's ServiceAccount, SQS from Pod Identity / IRSA, stop on SIGTERM. */
 function log(
@@ -17,18 +18,18 @@ function log(
 
 const config = forwarderConfigFromEnvironment(process.env);
 const kubeConfig = new InClusterConnection(process.env);
-const queue = new SqsWorkQueue(
-  new SQSClient({
-    region: config.region,
-    ...(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {}),
-  }),
-  config.queueUrl,
-);
+const sqs = new SQSClient({
+  region: config.region,
+  ...(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {}),
+});
+const queue = new SqsWorkQueue(sqs, config.queueUrl);
+const nodeQueue =
+  config.nodeQueueUrl === undefined ? undefined : new SqsWorkQueue(sqs, config.nodeQueueUrl);
 const forwarder = new Forwarder({
   kubeConfig,
   claim: { loadBalancerClass: config.loadBalancerClass, claimClassless: config.claimClassless },
   nodePolicy: config.nodePolicy,
-  send: (messages) => queue.send(messages),
+  send: sendByKind(queue, nodeQueue),
   bufferCapacity: config.bufferCapacity,
   heartbeatSeconds: config.heartbeatSeconds,
   unhealthyAfterSeconds: config.unhealthyAfterSeconds,
@@ -55,5 +56,6 @@ const port = await forwarder.listen(config.port);
 log('info', 'forwarder started', {
   port,
   queueUrl: config.queueUrl,
+  nodeQueueUrl: config.nodeQueueUrl,
   loadBalancerClass: config.loadBalancerClass,
 });

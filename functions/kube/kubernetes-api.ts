@@ -149,7 +149,7 @@ async function listAll<T>(api: KubeApiClient, path: string): Promise<T[]> {
   return items;
 }
 
-/** Kubernetes API errors in the controller's taxonomy (DESIGN §4). */
+/** Kubernetes API errors in the controller's taxonomy (docs/design.md §4). */
 export function translateKubeError(error: unknown, action: string): Error {
   if (!(error instanceof KubeApiError)) {
     return new RetryableError(

@@ -1,11 +1,39 @@
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { processNodeBatch } from '../runtime/node-messages';
 import { scheduleTick } from '../runtime/node-sync';
 import { runtimeFromEnvironment } from '../runtime/runtime-instance';
 import { flushMetrics } from '../runtime/wiring';
 
-/** The one-minute schedule: keeps the node-sync timer chain alive (see runtime/node-sync.ts). */
-export async function handler(): Promise<{ chain: string }> {
+/** What EventBridge's scheduled rule sends; only its shape matters here. */
+interface ScheduledEvent {
+  readonly source?: string;
+  readonly 'detail-type'?: string;
+}
+
+function isQueueBatch(event: SQSEvent | ScheduledEvent | undefined): event is SQSEvent {
+  return Array.isArray((event as Partial<SQSEvent> | undefined)?.Records);
+}
+
+/**
+ * Two triggers: the node queue (node changes, the timer chain's ticks), answered with a partial
+ * batch response, and the one-minute schedule, which only restarts a chain that has gone quiet
+ * (see runtime/node-sync.ts).
+ */
+export async function handler(
+  event?: SQSEvent | ScheduledEvent,
+): Promise<SQSBatchResponse | { chain: string }> {
   try {
-    return { chain: await scheduleTick(runtimeFromEnvironment()) };
+    const runtime = runtimeFromEnvironment();
+    if (!isQueueBatch(event)) return { chain: await scheduleTick(runtime) };
+    return await processNodeBatch(
+      event.Records.map((record) => ({
+        messageId: record.messageId,
+        body: record.body,
+        receiptHandle: record.receiptHandle,
+        receiveCount: Number(record.attributes.ApproximateReceiveCount || '1'),
+      })),
+      runtime,
+    );
   } finally {
     flushMetrics();
   }

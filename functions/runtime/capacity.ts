@@ -1,6 +1,6 @@
 /**
  * ELBv2 throttles per account and Region, so the fleet's concurrency is what bounds its call rate:
- * a per-process limiter does not (DESIGN §3). One worker makes its ELBv2 calls one after another,
+ * a per-process limiter does not (docs/design.md §3). A worker makes its ELBv2 calls one by one,
  * each capped by the client-side limits (RegisterTargets 4/s, Modify 3/s): in practice at most
  * about this many calls per second.
  */

@@ -4,6 +4,8 @@ import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from './messages';
+import { runKey } from './process-work';
+import type { ServiceKey } from '../core/keys';
 
 export const nodeSyncLease = leasePk('node-sync');
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
@@ -37,7 +39,10 @@ export async function runNodeSync(
     for (let pass = 1; pass <= maxPasses; pass++) {
       const started = ctx.base.clock.now().getTime();
       const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle });
-      if (result.servicesToUpdate.length > 0) {
+      const direct = result.servicesToUpdate.length <= ctx.config.directHostUpdates;
+      if (direct) {
+        await runHostUpdatesNow(ctx, result.servicesToUpdate);
+      } else {
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
             v: 1,
@@ -53,6 +58,7 @@ export async function runNodeSync(
         eligibleHosts: result.eligibleHosts,
         changed: result.changed,
         hostUpdates: result.servicesToUpdate.length,
+        hostUpdatesRun: direct ? 'here' : 'work queue',
         pass,
         correlationId: lifecycle.correlationId,
       });
@@ -64,7 +70,7 @@ export async function runNodeSync(
         const handed = await ctx.store.handBack(lease, 'keep');
         if (handed.kind === 'released') {
           ctx.metrics.count('HandedBackKeys');
-          await ctx.queue.send([{ v: 1, kind: 'node', reason: 'node changes during node sync' }]);
+          await ctx.nodeQueue.send([{ v: 1, kind: 'node', reason: 'node changes during node sync' }]);
         }
       }
     }
@@ -82,6 +88,23 @@ export async function runNodeSync(
     lastRunAtMs: ctx.base.clock.now().getTime(),
   });
   await continueChain(ctx, triggers);
+}
+
+/**
+ * One hop from a node change to the NLB: when the change touches few Services, node sync runs
+ * their host updates itself, each under its key's lease, instead of a second trip through the work
+ * queue (and its batching window). A busy key marks its holder dirty, which then runs a full sync;
+ * a host update that must come back (a retry, a requeue) goes to the work queue as a host-update
+ * message with its delay, where the key's backoff continues. Large fan-outs always take the work
+ * queue, spread over its workers.
+ */
+async function runHostUpdatesNow(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
+  if (keys.length === 0) return;
+  ctx.metrics.count('DirectHostUpdates', keys.length);
+  const followUps = await Promise.all(keys.map((key) => runKey(key, new Set(['hosts']), ctx)));
+  for (const followUp of followUps) {
+    if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);
+  }
 }
 
 /**
@@ -104,7 +127,7 @@ async function coalesced(
   if (now >= due) return false;
   ctx.metrics.count('CoalescedNodeMessages', triggers.length);
   if (await ctx.store.claimUntil(nodeSyncLease, 'coalescedUntil', due)) {
-    await ctx.queue.send(
+    await ctx.nodeQueue.send(
       [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
       Math.ceil((due - now) / 1000),
     );
@@ -121,7 +144,7 @@ async function continueChain(
   const tick = triggers.find((t) => t.chain !== undefined && t.chain === item?.chain);
   if (tick?.chain === undefined) return;
   await ctx.store.setAttributes(nodeSyncLease, { lastTickAt: ctx.base.clock.now().getTime() });
-  await ctx.queue.send(
+  await ctx.nodeQueue.send(
     [{ v: 1, kind: 'node', reason: 'tick', chain: tick.chain }],
     ctx.config.nodeSyncPeriodSeconds,
   );
@@ -139,7 +162,7 @@ export async function scheduleTick(ctx: RuntimeContext): Promise<'started' | 'ru
     return 'running';
   const chain = randomUUID();
   await ctx.store.setAttributes(nodeSyncLease, { chain, lastTickAt: now });
-  await ctx.queue.send([{ v: 1, kind: 'node', reason: 'tick', chain }]);
+  await ctx.nodeQueue.send([{ v: 1, kind: 'node', reason: 'tick', chain }]);
   ctx.log.info('node-sync timer chain started', { chain });
   return 'started';
 }

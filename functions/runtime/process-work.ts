@@ -1,9 +1,10 @@
 import {
-  servicePk,
+  serviceLeasePk,
   type FailureUpdate,
   type FinishResult,
   type Lease,
 } from '../aws/dynamo-state-store';
+import type { WorkQueue } from '../aws/sqs-work-queue';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { LifecycleEvent } from '../events/lifecycle-events';
 import type { ServiceKey } from '../core/keys';
@@ -13,7 +14,7 @@ import { syncService } from '../sync/sync-service';
 import { backoffSeconds, type RuntimeContext } from './context';
 import { parseWorkMessage, type WorkMessage } from './messages';
 import { dropEvents, maxEventAgeSeconds, newCollector, publishLifecycle } from './lifecycle-feed';
-import { runNodeSync } from './node-sync';
+import { moveToNodeQueue, runNodeMessages } from './node-messages';
 import { currentResyncPasses } from './sweep';
 
 /** A received SQS message, as the handler sees it. */
@@ -39,10 +40,10 @@ export const maxPassesPerReceive = 5;
  */
 export const resendAfterReceives = 8;
 
-type KeyMode = 'service' | 'hosts' | 'resync';
+export type KeyMode = 'service' | 'hosts' | 'resync';
 
 /**
- * One batch from the work queue (DESIGN §3): malformed messages are counted and dropped, records
+ * One work-queue batch (docs/design.md §3): malformed messages are counted and dropped, records
  * of one key collapse into one sync under the key's lease, node messages go to node sync once.
  * Failures are reported per record (partial batch response); the batch as a whole never throws.
  */
@@ -119,35 +120,15 @@ export async function processWorkBatch(
     }),
   ];
   if (nodeMessages.length > 0) {
+    // A forwarder of release 0.1 still sends node messages here: they move to the node queue,
+    // whose consumer (the node-sync function) is never behind a Service backlog.
     work.push(
-      (async () => {
-        try {
-          await runNodeSync(
-            ctx,
-            nodeMessages.map((n) => n.message),
-          );
-        } catch (error) {
-          // Node sync is re-driven by the schedule; a failed pass is reported, not retried hot.
-          ctx.log.error('node sync failed', { error: errorMessage(error) });
-          ctx.metrics.count('NodeSyncFailures');
-          ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(error) });
-          // One message comes back after a backoff that grows with its receives (the others are
-          // covered by it); past the resend limit a fresh copy replaces it, so an outage of the
-          // Kubernetes API never walks node messages, the timer tick among them, into the DLQ.
-          const first = nodeMessages.find((n) => n.message.chain !== undefined) ?? nodeMessages[0];
-          if (first !== undefined) {
-            const delay = backoffSeconds(
-              first.record.receiveCount,
-              ctx.config.backoffBaseSeconds,
-              ctx.config.backoffMaxSeconds,
-            );
-            const failed = await comeBackLater(first.record, first.message, delay, ctx).catch(
-              () => first.record.messageId,
-            );
-            if (failed !== undefined) failures.push({ itemIdentifier: failed });
-          }
-        }
-      })(),
+      (ctx.separateNodeQueue
+        ? moveToNodeQueue(nodeMessages, ctx)
+        : runNodeMessages(nodeMessages, ctx)
+      ).then((failed) => {
+        failures.push(...failed.map((itemIdentifier) => ({ itemIdentifier })));
+      }),
     );
   }
   if (eventMessages.length > 0) {
@@ -166,7 +147,7 @@ export async function processWorkBatch(
  * dropped when there is none; either way it is logged and counted, and the batch goes on. Returns
  * true when it must come back because SQS would not take it (nothing is lost).
  */
-async function deadLetter(record: QueueRecord, problem: string, ctx: RuntimeContext) {
+export async function deadLetter(record: QueueRecord, problem: string, ctx: RuntimeContext) {
   const fields = { messageId: record.messageId, problem };
   try {
     const kept = await ctx.queue.deadLetter(record.body, problem);
@@ -265,17 +246,39 @@ async function processKey(
 ): Promise<string | undefined> {
   const primary = records[0];
   if (primary === undefined) return undefined;
+  const next = await runKey(key, modes, ctx, { messageId: primary.messageId, pass });
+  if (next === undefined) return undefined;
+  return await comeBackLater(primary, next.message, next.seconds, ctx).catch(
+    () => primary.messageId,
+  );
+}
+
+/** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
+export type KeyFollowUp = { readonly message: WorkMessage; readonly seconds: number } | undefined;
+
+/**
+ * The passes of one key under its lease (S5, S6): a host update or a full sync, once more while
+ * changes arrive (dirty flag), at most `maxPassesPerReceive` times. Returns the message that must
+ * come back and when, if any; throws nothing but what bringing it back would.
+ */
+export async function runKey(
+  key: ServiceKey,
+  modes: ReadonlySet<KeyMode>,
+  ctx: RuntimeContext,
+  origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined } = {},
+): Promise<KeyFollowUp> {
+  const pass = origin.pass;
   const lifecycle = newCollector(ctx);
   const fields = {
     serviceKey: key,
-    messageId: primary.messageId,
+    ...(origin.messageId !== undefined ? { messageId: origin.messageId } : {}),
     correlationId: lifecycle.correlationId,
   };
   let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
   let held: Lease | undefined;
   try {
     const acquired = await ctx.store.acquire(
-      servicePk(key),
+      serviceLeasePk(key),
       ctx.newOwner(),
       ctx.config.leaseSeconds,
     );
@@ -341,7 +344,7 @@ async function processKey(
       ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(outcome.error) });
       lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
       await publishLifecycle(ctx, lifecycle.events);
-      return await comeBackLater(primary, again(mode, key, pass), delay, ctx);
+      return { message: again(mode, key, pass), seconds: delay };
     }
     // Said once per spec: a repeat (a sweep, the same message again) publishes nothing.
     if (outcome.kind === 'terminal' && outcome.repeated !== true) {
@@ -349,9 +352,9 @@ async function processKey(
     }
     await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
-      return await comeBackLater(primary, again(mode, key, pass), outcome.seconds, ctx);
+      return { message: again(mode, key, pass), seconds: outcome.seconds };
     }
-    if (handedBack) return await comeBackLater(primary, again(mode, key, pass), 0, ctx);
+    if (handedBack) return { message: again(mode, key, pass), seconds: 0 };
     return undefined;
   } catch (error) {
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
@@ -362,12 +365,7 @@ async function processKey(
     if (held !== undefined) await ctx.store.handBack(held, 'keep').catch(() => undefined);
     lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
-    return await comeBackLater(
-      primary,
-      again(mode, key, pass),
-      ctx.config.backoffMaxSeconds,
-      ctx,
-    ).catch(() => primary.messageId);
+    return { message: again(mode, key, pass), seconds: ctx.config.backoffMaxSeconds };
   }
 }
 
@@ -379,11 +377,13 @@ function again(mode: KeyMode, key: ServiceKey, pass: string | undefined): WorkMe
 }
 
 /** Makes the key's message come back after `seconds`: a visibility change, or a fresh delayed copy. */
-async function comeBackLater(
+export async function comeBackLater(
   record: QueueRecord,
   message: WorkMessage,
   seconds: number,
   ctx: RuntimeContext,
+  /** The queue the record came from. */
+  queue: WorkQueue = ctx.queue,
 ): Promise<string | undefined> {
   // The record is one of the batch's messages for the key, but the pass that must run again may
   // be of another kind (a service sync run for a host-update record, say): returning the record
@@ -391,10 +391,10 @@ async function comeBackLater(
   const received = parseWorkMessage(record.body);
   const sameKind = received.ok && received.message.kind === message.kind;
   if (!sameKind || record.receiveCount >= resendAfterReceives) {
-    await ctx.queue.send([message], seconds);
+    await queue.send([message], seconds);
     return undefined;
   }
-  await ctx.queue.changeVisibility(record.receiptHandle, seconds);
+  await queue.changeVisibility(record.receiptHandle, seconds);
   return record.messageId;
 }
 

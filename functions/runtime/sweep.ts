@@ -19,7 +19,7 @@ export interface SweepReport {
 }
 
 /**
- * The periodic sweep (DESIGN §3), one at a time:
+ * The periodic sweep (docs/design.md §3), one at a time:
  * - every owned Service gets a `resync` (Ensure ignoring the checkpoint): drift repair, e.g. a
  *   target group deleted by hand comes back;
  * - keys with failures, a dirty flag or an expired lease but no record are re-driven;

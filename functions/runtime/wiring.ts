@@ -12,6 +12,13 @@ import { addRateLimits } from '../aws/clients';
 import { DynamoStateStore } from '../aws/dynamo-state-store';
 import { EventBridgePublisher } from '../aws/eventbridge-publisher';
 import { NlbProvider } from '../aws/nlb-provider';
+import {
+  defaultRegistrationBudget,
+  DynamoTatItem,
+  RegistrationBudget,
+  systemTimer,
+  TatBudgetStore,
+} from '../aws/registration-budget';
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import { TenantPolicyEnforcer } from '../aws/tenant-policy-check';
 import type { ControllerConfig } from '../config';
@@ -72,7 +79,14 @@ export function createRuntime(
       ...(endpoints.elbv2 ? { endpoint: endpoints.elbv2 } : {}),
     }),
   );
-  addRateLimits(elbv2);
+  const dynamodb = adapt(
+    new DynamoDBClient({
+      ...base,
+      ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
+    }),
+  );
+  const doc = DynamoDBDocumentClient.from(dynamodb);
+  addRateLimits(elbv2, registrationBudgetFor(config, doc));
   const ec2 = adapt(
     new EC2Client({ ...base, ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}) }),
   );
@@ -85,12 +99,6 @@ export function createRuntime(
   // Queue URLs carry a host, but the client needs its own endpoint (emulators, VPC endpoints).
   const sqs = adapt(
     new SQSClient({ ...base, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) }),
-  );
-  const dynamodb = adapt(
-    new DynamoDBClient({
-      ...base,
-      ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
-    }),
   );
 
   const eventBridge =
@@ -135,7 +143,7 @@ export function createRuntime(
   return {
     config,
     provider,
-    store: new DynamoStateStore(DynamoDBDocumentClient.from(dynamodb), config.tableName, clock),
+    store: new DynamoStateStore(doc, config.tableName, clock),
     queue: new SqsWorkQueue(sqs, config.queueUrl, config.deadLetterQueueUrl),
     nodeQueue: new SqsWorkQueue(
       sqs,
@@ -166,7 +174,22 @@ export function createRuntime(
   };
 }
 
-/** AWS calls by service and operation: what users pay for in throttling (DESIGN §5). */
+/** All instances' registrations share one budget on the state table, unless it is switched off. */
+function registrationBudgetFor(
+  config: ControllerConfig,
+  doc: DynamoDBDocumentClient,
+): RegistrationBudget | undefined {
+  const spec = config.registrationBudget ?? defaultRegistrationBudget;
+  if (spec.perSecond <= 0) return undefined;
+  // Wall-clock time, not the runtime's clock: AWS's bucket refills in real time.
+  return new RegistrationBudget(
+    new TatBudgetStore(new DynamoTatItem(doc, config.tableName)),
+    spec,
+    systemTimer,
+  );
+}
+
+/** AWS calls by service and operation: what users pay for in throttling (docs/design.md §5). */
 export function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
   const stack = client.middlewareStack as unknown as MiddlewareStack<object, MetadataBearer>;
   stack.add(

@@ -3,7 +3,7 @@ import { processWorkBatch } from '../runtime/process-work';
 import { runtimeFromEnvironment } from '../runtime/runtime-instance';
 import { flushMetrics } from '../runtime/wiring';
 
-/** The work queue's consumer: partial batch responses, never a thrown batch (DESIGN §3). */
+/** The work queue's consumer: partial batch responses, never a thrown batch (docs/design.md §3). */
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
   try {
     return await processWorkBatch(

@@ -28,7 +28,7 @@ export function requeueAfter(seconds: number, reason: string): SyncOutcome {
   return { kind: 'requeue-after', seconds, reason };
 }
 
-/** Maps an error to an outcome by its kind (DESIGN §4); invariant errors are rethrown. */
+/** Maps an error to an outcome by its kind (docs/design.md §4); invariant errors are rethrown. */
 export function outcomeOf(error: unknown): SyncOutcome {
   switch (errorKind(error)) {
     case 'invariant':

@@ -172,7 +172,7 @@ export interface Announced {
   readonly instances: readonly string[];
 }
 
-/** What state keeps for one Service: what the seed's serviceCache held, and more (DESIGN §3). */
+/** What state keeps for one Service: the seed's serviceCache and more (docs/design.md §3). */
 export interface ServiceRecord {
   readonly key: ServiceKey;
   readonly uid: string;

@@ -7,7 +7,7 @@ import { isBeingDeleted, serviceReference } from '../core/objects';
 import { hostsForService, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
-import type { UpdateResult } from './ports';
+import { providerStateOf, type UpdateResult } from './ports';
 import { syncService } from './sync-service';
 
 /**
@@ -46,6 +46,20 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
       result = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider);
     } catch (error) {
       if (error instanceof InvariantError) throw error;
+      if (errorKind(error) === 'requeue-after') {
+        // The registration budget is booked ahead: not a failure and not drift. Keep what was
+        // already changed (removals go first), so the next pass does not repeat it.
+        const partial = providerStateOf(error);
+        if (partial !== undefined && JSON.stringify(partial) !== JSON.stringify(record.provider)) {
+          await deps.state.putService({
+            ...record,
+            provider: partial,
+            checkpoint: undefined,
+            updatedAt: deps.clock.now().toISOString(),
+          });
+        }
+        return outcomeOf(error);
+      }
       // S17: a failed update of an LB that no longer exists, or lost a target group, is not an
       // error. Drift like that is repaired by a full Ensure, so the record is marked stale and
       // the service sync takes over (it warns when the recreated LB has a new DNS name).

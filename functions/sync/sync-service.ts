@@ -84,7 +84,7 @@ export async function syncService(
       ? await deleteBranch(live, key, record, deps)
       : await ensureBranch(live, key, record, deps, options);
   } catch (error) {
-    // Requeue-after is not a failure (DESIGN §4): no Warning for it.
+    // Requeue-after is not a failure (docs/design.md §4): no Warning for it.
     if (!(error instanceof RequeueAfterError)) {
       await deps.events.record(serviceReference(live), events.syncFailed(errorMessage(error)));
     }
@@ -266,7 +266,7 @@ async function keepInSync(
 
 /**
  * The sweep's drift check of an LB the checkpoint says is in sync: Ensure runs against AWS, but
- * says and writes nothing unless it had to repair something, and then says what (DESIGN §3).
+ * says and writes nothing unless it had to repair something, then says what (docs/design.md §3).
  */
 async function checkDrift(
   service: Service,

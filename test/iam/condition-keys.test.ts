@@ -165,7 +165,7 @@ describe("the stack's IAM policies against AWS's service authorization reference
     120_000,
   );
 
-  it('lets the forwarder only send, to the work queue, with or without a role of its own', () => {
+  it('lets the forwarder only send, to the work and node queues, with or without a role of its own', () => {
     for (const context of [variants[0]!.context, variants[2]!.context]) {
       const s = synth(context);
       const forwarder = policyDocuments(s).filter(({ id }) => id.startsWith('Forwarder'));
@@ -174,7 +174,10 @@ describe("the stack's IAM policies against AWS's service authorization reference
         {
           Effect: 'Allow',
           Action: 'sqs:SendMessage',
-          Resource: `arn:aws:sqs:${negativeDeployment.region}:${negativeDeployment.account}:${negativeDeployment.workQueue}`,
+          Resource: [
+            `arn:aws:sqs:${negativeDeployment.region}:${negativeDeployment.account}:${negativeDeployment.workQueue}`,
+            `arn:aws:sqs:${negativeDeployment.region}:${negativeDeployment.account}:${negativeDeployment.workQueue}-node`,
+          ],
         },
       ]);
     }

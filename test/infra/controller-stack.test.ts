@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -74,6 +74,8 @@ describe('CDK app (infra/)', () => {
     expect(bundles.length).toBeGreaterThanOrEqual(3);
     for (const dir of bundles) {
       expect(readdirSync(dir).filter((name) => name.endsWith('.map'))).toEqual([]);
+      // Our build replaced CDK's single file (afterBundling hook): the handler and its chunks.
+      expect(readdirSync(join(dir, 'chunks')).length).toBeGreaterThan(0);
       const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
       const imported = [
         ...code.matchAll(
@@ -151,7 +153,7 @@ describe('CDK app (infra/)', () => {
   it('gives the work queue an encrypted DLQ with a redrive policy and a visibility timeout six times the sync timeout', () => {
     const { template } = synth();
     const queues = template.findResources('AWS::SQS::Queue');
-    expect(Object.keys(queues)).toHaveLength(2);
+    expect(Object.keys(queues)).toHaveLength(3);
     // Fair queues are a standard-queue feature; a FIFO queue would serialise each namespace's work.
     for (const queue of Object.values(queues) as { Properties: { FifoQueue?: boolean } }[]) {
       expect(queue.Properties.FifoQueue).toBeUndefined();
@@ -165,7 +167,7 @@ describe('CDK app (infra/)', () => {
       Properties: { Timeout: 60 },
     });
     expect(Object.keys(sync)).toHaveLength(1);
-    template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
+    template.resourceCountIs('AWS::SQS::QueuePolicy', 3);
   });
 
   it('lets the functions park messages that are not theirs on the DLQ, and tells them where it is', () => {
@@ -219,7 +221,7 @@ describe('CDK app (infra/)', () => {
           .ReservedConcurrentExecutions,
       ]),
     );
-    expect(reserved).toEqual({ ServiceSync: undefined, NodeSync: 2, Sweep: 2 });
+    expect(reserved).toEqual({ ServiceSync: undefined, NodeSync: 3, Sweep: 2 });
   });
 
   it('schedules node sync every minute and the sweep at its period', () => {
@@ -257,6 +259,153 @@ describe('CDK app (infra/)', () => {
     const forwarder = statementsOf(template, 'ForwarderRole');
     expect(forwarder.map((s) => s.Action)).toEqual(['sqs:SendMessage']);
     expect(JSON.stringify(forwarder[0]?.Resource)).toContain('WorkQueue');
+  });
+
+  describe('the node queue (node changes and node-sync ticks, apart from Service work)', () => {
+    type Resource = { Properties: Record<string, unknown> };
+    const logicalId = (template: Template, type: string, prefix: string) => {
+      const ids = Object.keys(template.findResources(type)).filter((id) => id.startsWith(prefix));
+      expect(ids, `${type} ${prefix}`).toHaveLength(1);
+      return ids[0] as string;
+    };
+    const resource = (template: Template, type: string, prefix: string) =>
+      template.findResources(type)[logicalId(template, type, prefix)] as Resource;
+
+    it('is an encrypted standard queue, TLS only, redriven to the work queue’s DLQ after as many receives, visible again after six node-sync timeouts', () => {
+      const { template } = synth();
+      const work = resource(template, 'AWS::SQS::Queue', 'WorkQueue').Properties;
+      const node = resource(template, 'AWS::SQS::Queue', 'NodeQueue').Properties;
+      const dlq = logicalId(template, 'AWS::SQS::Queue', 'DeadLetterQueue');
+      expect(node.FifoQueue).toBeUndefined();
+      expect(node.SqsManagedSseEnabled).toBe(true);
+      expect(node.RedrivePolicy).toEqual({
+        deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
+        maxReceiveCount: (work.RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount,
+      });
+      expect(node.MessageRetentionPeriod).toBe(work.MessageRetentionPeriod);
+      const nodeSync = resource(template, 'AWS::Lambda::Function', 'NodeSync').Properties;
+      expect(node.VisibilityTimeout).toBe((nodeSync.Timeout as number) * 6);
+      const nodeQueue = logicalId(template, 'AWS::SQS::Queue', 'NodeQueue');
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: nodeQueue }],
+        PolicyDocument: {
+          Statement: [
+            Match.objectLike({
+              Effect: 'Deny',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            }),
+          ],
+        },
+      });
+    });
+
+    it('feeds node-sync with batches of 10, no batching window, partial batch responses and the minimum concurrency, and keeps its schedule', () => {
+      const { template } = synth();
+      const nodeSync = logicalId(template, 'AWS::Lambda::Function', 'NodeSync');
+      const nodeQueue = logicalId(template, 'AWS::SQS::Queue', 'NodeQueue');
+      const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))
+        .map((m) => (m as Resource).Properties)
+        .filter((m) => JSON.stringify(m.FunctionName) === JSON.stringify({ Ref: nodeSync }));
+      expect(mappings).toEqual([
+        {
+          FunctionName: { Ref: nodeSync },
+          EventSourceArn: { 'Fn::GetAtt': [nodeQueue, 'Arn'] },
+          BatchSize: 10,
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+          ScalingConfig: { MaximumConcurrency: 2 },
+        },
+      ]);
+      // Lambda throttles batches beyond reserved concurrency: room for the mapping and the tick.
+      const reserved = resource(template, 'AWS::Lambda::Function', 'NodeSync').Properties
+        .ReservedConcurrentExecutions as number;
+      expect(reserved).toBeGreaterThanOrEqual(3);
+      template.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(1 minute)',
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [nodeSync, 'Arn'] } })],
+      });
+      // The functions share one role, so node-sync's host updates have service-sync's ELBv2
+      // rights, and one configuration, so the same ELBv2 endpoint.
+      const roles = new Set(
+        Object.values(template.findResources('AWS::Lambda::Function')).map((f) =>
+          JSON.stringify((f as Resource).Properties.Role),
+        ),
+      );
+      expect(roles.size).toBe(1);
+      const register = statementsOf(template, 'FunctionsRole').filter((s) =>
+        actionsOf(s).includes('elasticloadbalancing:RegisterTargets'),
+      );
+      expect(register.flatMap(actionsOf)).toContain('elasticloadbalancing:DeregisterTargets');
+      // Its mapping may receive and delete on the node queue.
+      const consume = statementsOf(template, 'FunctionsRole').filter((s) =>
+        actionsOf(s).includes('sqs:ReceiveMessage'),
+      );
+      expect(consume.map((s) => JSON.stringify(s.Resource)).join()).toContain(nodeQueue);
+    });
+
+    it('names the node queue in every function’s CONTROLLER_CONFIG, in the forwarder’s configuration and in an output; the functions may send to it', () => {
+      const { template } = synth();
+      const nodeQueue = logicalId(template, 'AWS::SQS::Queue', 'NodeQueue');
+      const workQueue = logicalId(template, 'AWS::SQS::Queue', 'WorkQueue');
+      const refTo = (id: string) => `"nodeQueueUrl\\":\\"",{"Ref":"${id}"}`;
+      for (const fn of Object.values(template.findResources('AWS::Lambda::Function'))) {
+        const variables = JSON.stringify(
+          ((fn as Resource).Properties.Environment as { Variables: unknown }).Variables,
+        );
+        expect(variables).toContain(refTo(nodeQueue));
+      }
+      const outputs = template.findOutputs('*') as Record<string, { Value: unknown }>;
+      expect(outputs.NodeQueueUrl?.Value).toEqual({ Ref: nodeQueue });
+      const forwarderConfig = JSON.stringify(outputs.ForwarderConfig?.Value);
+      expect(forwarderConfig).toContain(refTo(nodeQueue));
+      expect(forwarderConfig).toContain(`{"Ref":"${workQueue}"}`);
+      const sends = statementsOf(template, 'FunctionsRole').filter((s) =>
+        actionsOf(s).includes('sqs:SendMessage'),
+      );
+      expect(sends.map((s) => JSON.stringify(s.Resource))).toContainEqual(
+        JSON.stringify({ 'Fn::GetAtt': [nodeQueue, 'Arn'] }),
+      );
+    });
+
+    it('lets the forwarder send to the work and node queues and nothing else, with a role or a policy to attach', () => {
+      const secret = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
+      const queues = (template: Template) => [
+        { 'Fn::GetAtt': [logicalId(template, 'AWS::SQS::Queue', 'WorkQueue'), 'Arn'] },
+        { 'Fn::GetAtt': [logicalId(template, 'AWS::SQS::Queue', 'NodeQueue'), 'Arn'] },
+      ];
+      const withRole = synth().template;
+      expect(statementsOf(withRole, 'ForwarderRole')).toEqual([
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queues(withRole) },
+      ]);
+      const withPolicy = synth({ kubernetesSecretArn: secret }).template;
+      const policy = resource(withPolicy, 'AWS::IAM::ManagedPolicy', 'ForwarderSendPolicy');
+      expect(
+        (policy.Properties.PolicyDocument as { Statement: unknown[] }).Statement,
+      ).toEqual([{ Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queues(withPolicy) }]);
+    });
+
+    it('alarms when node messages wait longer than node sync explains, and graphs the node queue', () => {
+      const { template } = synth({ nodeSyncPeriodSeconds: '600' });
+      const nodeQueue = logicalId(template, 'AWS::SQS::Queue', 'NodeQueue');
+      const alarm = resource(template, 'AWS::CloudWatch::Alarm', 'MonitoringNodeBacklog');
+      expect(alarm.Properties).toMatchObject({
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [nodeQueue, 'QueueName'] } }],
+        // The timer's tick is delayed by the period (600 s), longer than the visibility timeout.
+        Threshold: 660,
+      });
+      expect(String(alarm.Properties.AlarmDescription)).toContain(
+        'docs/operations.md#nodebacklog',
+      );
+      // With a short period, one failed delivery's visibility timeout (180 s) is what to outwait.
+      const short = synth({ nodeSyncPeriodSeconds: '60' }).template;
+      expect(
+        resource(short, 'AWS::CloudWatch::Alarm', 'MonitoringNodeBacklog').Properties.Threshold,
+      ).toBe(240);
+      const body = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
+      expect(body).toContain('Node queue');
+      expect(body).toContain(nodeQueue);
+    });
   });
 
   // That the ClusterRole grants every Kubernetes call the functions make is exercised against the
@@ -401,8 +550,10 @@ describe('CDK app (infra/)', () => {
     const source = [
       'functions/runtime/process-work.ts',
       'functions/runtime/node-sync.ts',
+      'functions/runtime/node-messages.ts',
       'functions/runtime/sweep.ts',
     ]
+      .filter((f) => existsSync(f))
       .map((f) => readFileSync(f, 'utf8'))
       .join('\n');
     for (const alarm of ours) {
@@ -709,6 +860,7 @@ describe('CDK app (infra/)', () => {
       claimClassless: false,
       nodePolicy: 'stable',
       queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
+      nodeQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/node',
     };
     const image =
       '123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets:abc123';
@@ -740,6 +892,32 @@ describe('CDK app (infra/)', () => {
     expect(mirrored).toContain(`digest: sha256:${'a'.repeat(64)}`);
     expect(mirrored).not.toContain('newTag:');
     expect(() => configureKustomization({}, files)).toThrow(/found 0/);
+    // A ServiceController construct in a stack of one's own: output IDs carry its path and a hash.
+    configureKustomization(
+      {
+        Platform: {
+          ClusterEndpoint: 'https://example.com',
+          LbForwarderConfig0A1B2C3D: JSON.stringify({ ...config, clusterName: 'platform' }),
+          LbForwarderImageUri9F8E7D6C: `${image.split(':')[0]}:def456`,
+        },
+      },
+      files,
+    );
+    expect(JSON.parse(readFileSync(files.config, 'utf8'))).toMatchObject({
+      clusterName: 'platform',
+    });
+    expect(readFileSync(files.kustomization, 'utf8')).toContain('newTag: def456');
+    expect(() =>
+      configureKustomization(
+        {
+          Platform: {
+            BlueForwarderConfig0A1B2C3D: JSON.stringify(config),
+            GreenForwarderConfig0A1B2C3D: JSON.stringify(config),
+          },
+        },
+        files,
+      ),
+    ).toThrow(/found 2 \(Platform\.BlueForwarderConfig0A1B2C3D, Platform\.GreenForwarderConfig/);
   });
 
   it('builds no image by default, so a deploy needs no Docker; forwarderImageBuild builds one for the platform asked', () => {

@@ -12,6 +12,7 @@ const policy = {
 const resources = {
   region: 'eu-west-1',
   queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
+  nodeQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/node',
   deadLetterQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/dlq',
   tableName: 'state',
   leaseSeconds,

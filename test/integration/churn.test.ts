@@ -202,7 +202,7 @@ describe('changes arriving during passes (S5 under churn)', () => {
     expect(world.metrics.get('HandedBackKeys')).toBeGreaterThan(0);
     expect(timeline.delays.every((d) => d === 0)).toBe(true);
     // Nothing holds the key afterwards.
-    const item = await world.runtime.store.getItem('svc#default/web');
+    const item = await world.runtime.store.getItem('svclease#default/web');
     expect(item?.leaseOwner).toBeUndefined();
     expect(Number(item?.failures ?? 0)).toBe(0);
   });
@@ -231,14 +231,14 @@ describe('changes arriving during passes (S5 under churn)', () => {
     await handle(ctx, first);
     // The last pass failed: the key went back with the first backoff step, its lease released.
     expect(timeline.delays).toEqual([world.config.backoffBaseSeconds]);
-    const item = await world.runtime.store.getItem('svc#default/web');
+    const item = await world.runtime.store.getItem('svclease#default/web');
     expect(item?.leaseOwner).toBeUndefined();
     expect(Number(item?.failures)).toBe(1);
 
     await new Promise((resolve) => setTimeout(resolve, world.config.backoffBaseSeconds * 1000));
     await drain(ctx);
     expect((await nlbTags()).v).toBe(`${passes}`);
-    expect(Number((await world.runtime.store.getItem('svc#default/web'))?.failures ?? 0)).toBe(0);
+    expect(Number((await world.runtime.store.getItem('svclease#default/web'))?.failures ?? 0)).toBe(0);
   });
 
   it('a failed pass comes back as the sync that failed, even when the batch’s first record was a host update', async () => {

@@ -1,9 +1,16 @@
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   DynamoStateStore,
   leasePk,
+  serviceLeasePk,
   servicePk,
   type Lease,
 } from '../../functions/aws/dynamo-state-store';
@@ -17,6 +24,7 @@ import { MotoAccount } from '../support/moto';
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
 const ttl = 30;
 const webPk = servicePk('default/web');
+const webLease = serviceLeasePk('default/web');
 
 /** A clock the test moves by hand, so leases expire when the test says so. */
 class ManualClock implements Clock {
@@ -89,13 +97,13 @@ function eligible(hosts: readonly Host[], warnedNodes: readonly string[] = []): 
 }
 
 describe('leases', () => {
-  it('takes a free item with fence 1, no failures, and an expiry ttl seconds ahead', async () => {
-    const result = await store.acquire(webPk, 'worker-a', ttl);
+  it('takes a free lease item with fence 1, no failures, and an expiry ttl seconds ahead', async () => {
+    const result = await store.acquire(webLease, 'worker-a', ttl);
     expect(result).toEqual({
       acquired: true,
-      lease: { pk: webPk, owner: 'worker-a', fence: 1, failures: 0 },
+      lease: { pk: webLease, owner: 'worker-a', fence: 1, failures: 0 },
     });
-    expect(await store.getItem(webPk)).toMatchObject({
+    expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
       leaseUntil: t0 + 30_000,
       fence: 1,
@@ -104,10 +112,10 @@ describe('leases', () => {
   });
 
   it('refuses a held lease and marks the item dirty for the holder', async () => {
-    await take(webPk, 'worker-a');
+    await take(webLease, 'worker-a');
     clock.advance(10);
-    expect(await store.acquire(webPk, 'worker-b', ttl)).toEqual({ acquired: false });
-    expect(await store.getItem(webPk)).toMatchObject({
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
       fence: 1,
       dirty: true,
@@ -115,33 +123,66 @@ describe('leases', () => {
   });
 
   it('still refuses at the expiry instant and takes over one millisecond later with fence 2', async () => {
-    await take(webPk, 'worker-a');
+    await take(webLease, 'worker-a');
     clock.advance(ttl);
-    expect(await store.acquire(webPk, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
     clock.ms += 1;
-    const taken = await store.acquire(webPk, 'worker-b', ttl);
+    const taken = await store.acquire(webLease, 'worker-b', ttl);
     expect(taken).toEqual({
       acquired: true,
-      lease: { pk: webPk, owner: 'worker-b', fence: 2, failures: 0 },
+      lease: { pk: webLease, owner: 'worker-b', fence: 2, failures: 0 },
     });
-    expect(await store.getItem(webPk)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
+    expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
   });
 
-  it('releases on finish and deletes a service item that holds nothing', async () => {
-    const lease = await take(webPk, 'worker-a');
+  it('releases on finish and deletes the lease item when its holder saw no record', async () => {
+    const lease = await take(webLease, 'worker-a');
+    expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
     expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
-    expect(await store.getItem(webPk)).toBeUndefined();
+    expect(await store.getItem(webLease)).toBeUndefined();
   });
 
-  it('keeps a released item that holds a record, without lease fields, stamped with lastPassAt', async () => {
-    const lease = await take(webPk, 'worker-a');
+  it('keeps the lease item of a holder that never read the record (it cannot know it is gone)', async () => {
+    const lease = await take(webLease, 'worker-a');
+    await store.finish(lease, 'reset', ttl);
+    expect(await store.getItem(webLease)).toMatchObject({ fence: 1, failures: 0 });
+  });
+
+  it('keeps a released lease item beside a record, without lease fields, stamped with lastPassAt', async () => {
+    const lease = await take(webLease, 'worker-a');
     await store.fencedBy(lease).putService(record('default/web', 'uid-1'));
     clock.advance(5);
     await store.finish(lease, 'reset', ttl);
-    const item = await store.getItem(webPk);
+    const item = await store.getItem(webLease);
     expect(item).toMatchObject({ fence: 1, failures: 0, lastPassAt: '2025-03-01T12:00:05.000Z' });
     expect(item).not.toHaveProperty('leaseOwner');
     expect(item).not.toHaveProperty('leaseUntil');
+    expect(item).not.toHaveProperty('rec');
+    const recordItem = await store.getItem(webPk);
+    expect(recordItem).toMatchObject({ uid: 'uid-1' });
+    expect(recordItem).not.toHaveProperty('leaseOwner');
+    expect(recordItem).not.toHaveProperty('fence');
+  });
+
+  // DynamoDB bills a write by the larger of the item before and after, per started KB.
+  it('keeps the lease item under 1 KB beside a record of several KB, so lease writes cost 1 unit', async () => {
+    const lease = await take(webLease, `worker-${'a'.repeat(60)}`);
+    const big = record('default/web', 'uid-1');
+    await store.fencedBy(lease).putService({
+      ...big,
+      snapshot: {
+        ...big.snapshot,
+        metadata: { ...big.snapshot.metadata, annotations: { note: 'x'.repeat(3000) } },
+      },
+    });
+    await store.finish(lease, 'increment', ttl);
+    const size = (item: Record<string, unknown> | undefined) =>
+      Object.entries(item ?? {}).reduce(
+        (n, [name, value]) => n + name.length + String(value).length,
+        0,
+      );
+    expect(size(await store.getItem(webPk))).toBeGreaterThan(3000);
+    expect(size(await store.getItem(webLease))).toBeLessThan(1024);
   });
 
   it('makes no delete attempt when releasing an item that still holds a record (a billed write)', async () => {
@@ -151,7 +192,7 @@ describe('leases', () => {
       tableName,
       clock,
     );
-    const lease = await take(webPk, 'worker-a');
+    const lease = await take(webLease, 'worker-a');
     await counted.fencedBy(lease).putService(record('default/web', 'uid-1'));
     recorder.reset();
     expect(await counted.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
@@ -159,25 +200,26 @@ describe('leases', () => {
   });
 
   it('counts failures up with increment, keeps them with keep and clears them with reset', async () => {
-    let lease = await take(webPk, 'worker-a');
+    let lease = await take(webLease, 'worker-a');
     expect(await store.finish(lease, 'increment', ttl)).toEqual({ kind: 'released', failures: 1 });
-    lease = await take(webPk, 'worker-b');
+    lease = await take(webLease, 'worker-b');
     expect(lease.failures).toBe(1);
     expect(await store.finish(lease, 'increment', ttl)).toEqual({ kind: 'released', failures: 2 });
-    lease = await take(webPk, 'worker-c');
+    lease = await take(webLease, 'worker-c');
     expect(await store.finish(lease, 'keep', ttl)).toEqual({ kind: 'released', failures: 2 });
-    lease = await take(webPk, 'worker-d');
+    lease = await take(webLease, 'worker-d');
     expect(lease).toMatchObject({ fence: 4, failures: 2 });
+    await store.fencedBy(lease).getService('default/web');
     expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'released', failures: 0 });
-    expect(await store.getItem(webPk)).toBeUndefined();
+    expect(await store.getItem(webLease)).toBeUndefined();
   });
 
   it('answers again when the item was marked dirty, clears the flag and extends the lease', async () => {
-    const lease = await take(webPk, 'worker-a');
-    await store.acquire(webPk, 'worker-b', ttl);
+    const lease = await take(webLease, 'worker-a');
+    await store.acquire(webLease, 'worker-b', ttl);
     clock.advance(10);
     expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'again' });
-    expect(await store.getItem(webPk)).toMatchObject({
+    expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
       leaseUntil: t0 + 10_000 + 30_000,
       fence: 1,
@@ -187,56 +229,57 @@ describe('leases', () => {
   });
 
   it('answers lost when the lease expired and another owner took it, leaving the new lease alone', async () => {
-    const stale = await take(webPk, 'worker-a');
+    const stale = await take(webLease, 'worker-a');
     clock.advance(ttl + 1);
-    await take(webPk, 'worker-b');
+    await take(webLease, 'worker-b');
     expect(await store.finish(stale, 'increment', ttl)).toEqual({ kind: 'lost' });
-    const item = await store.getItem(webPk);
+    const item = await store.getItem(webLease);
     expect(item).toMatchObject({ leaseOwner: 'worker-b', fence: 2, dirty: false });
     expect(item).not.toHaveProperty('failures');
   });
 
   it('answers lost, and does not bring the item back, after the newer holder released it', async () => {
-    const stale = await take(webPk, 'worker-a');
+    const stale = await take(webLease, 'worker-a');
     clock.advance(ttl + 1);
-    const newer = await take(webPk, 'worker-b');
+    const newer = await take(webLease, 'worker-b');
+    await store.fencedBy(newer).getService('default/web');
     await store.finish(newer, 'reset', ttl);
     expect(await store.finish(stale, 'reset', ttl)).toEqual({ kind: 'lost' });
-    expect(await store.getItem(webPk)).toBeUndefined();
+    expect(await store.getItem(webLease)).toBeUndefined();
   });
 
   it('stamps when a run of failures began, keeps it while failures go on, and drops it on success', async () => {
-    const first = await take(webPk, 'worker-a');
+    const first = await take(webLease, 'worker-a');
     await store.putService(record('default/web', 'uid-1'), first);
     await store.finish(first, 'increment', ttl);
-    expect(await store.getItem(webPk)).toMatchObject({ failures: 1, failingSince: t0 });
+    expect(await store.getItem(webLease)).toMatchObject({ failures: 1, failingSince: t0 });
     clock.advance(60);
-    await store.finish(await take(webPk, 'worker-a'), 'increment', ttl);
-    await store.finish(await take(webPk, 'worker-a'), 'keep', ttl);
-    expect(await store.getItem(webPk)).toMatchObject({ failures: 2, failingSince: t0 });
-    await store.finish(await take(webPk, 'worker-a'), 'reset', ttl);
-    const item = await store.getItem(webPk);
+    await store.finish(await take(webLease, 'worker-a'), 'increment', ttl);
+    await store.finish(await take(webLease, 'worker-a'), 'keep', ttl);
+    expect(await store.getItem(webLease)).toMatchObject({ failures: 2, failingSince: t0 });
+    await store.finish(await take(webLease, 'worker-a'), 'reset', ttl);
+    const item = await store.getItem(webLease);
     expect(item).toMatchObject({ failures: 0 });
     expect(item).not.toHaveProperty('failingSince');
   });
 
   it('hands a dirty lease back: released with the failure update applied, the flag cleared, the key free for the next message', async () => {
-    const lease = await take(webPk, 'worker-a');
+    const lease = await take(webLease, 'worker-a');
     await store.putService(record('default/web', 'uid-1'), lease);
-    await store.acquire(webPk, 'worker-b', ttl);
+    await store.acquire(webLease, 'worker-b', ttl);
     expect(await store.handBack(lease, 'increment')).toEqual({ kind: 'released', failures: 1 });
-    const left = await store.getItem(webPk);
+    const left = await store.getItem(webLease);
     expect(left).toMatchObject({ dirty: false, failures: 1 });
     expect(left).not.toHaveProperty('leaseOwner');
-    expect((await store.acquire(webPk, 'worker-c', ttl)).acquired).toBe(true);
+    expect((await store.acquire(webLease, 'worker-c', ttl)).acquired).toBe(true);
   });
 
   it('refuses to hand back a lease another owner took over', async () => {
-    const stale = await take(webPk, 'worker-a');
+    const stale = await take(webLease, 'worker-a');
     clock.advance(ttl + 1);
-    await take(webPk, 'worker-b');
+    await take(webLease, 'worker-b');
     expect(await store.handBack(stale, 'keep')).toEqual({ kind: 'lost' });
-    expect(await store.getItem(webPk)).toMatchObject({ leaseOwner: 'worker-b', fence: 2 });
+    expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-b', fence: 2 });
   });
 
   it('keeps a global lease item and its bookkeeping when the lease is released', async () => {
@@ -252,7 +295,7 @@ describe('leases', () => {
 
 describe('fenced writes', () => {
   it('stores a record under the lease with uid and hostsHash copied out for scans', async () => {
-    const lease = await take(webPk, 'worker-a');
+    const lease = await take(webLease, 'worker-a');
     const written = record('default/web', 'uid-1', 'hash-1');
     await store.fencedBy(lease).putService(written);
     expect(await store.getService('default/web')).toEqual(written);
@@ -260,14 +303,15 @@ describe('fenced writes', () => {
       uid: 'uid-1',
       hostsHash: 'hash-1',
       updatedAt: '2025-03-01T12:00:00.000Z',
-      leaseOwner: 'worker-a',
+      ver: expect.any(String) as unknown,
     });
+    expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-a' });
   });
 
   it('refuses, with BusyError, a write from a holder whose lease expired and was taken over', async () => {
-    const stale = await take(webPk, 'worker-a');
+    const stale = await take(webLease, 'worker-a');
     clock.advance(ttl + 1);
-    const newer = await take(webPk, 'worker-b');
+    const newer = await take(webLease, 'worker-b');
     await store.fencedBy(newer).putService(record('default/web', 'uid-new'));
     await expect(
       store.fencedBy(stale).putService(record('default/web', 'uid-old')),
@@ -276,9 +320,9 @@ describe('fenced writes', () => {
   });
 
   it('refuses a write from a holder whose lease was taken over by the same owner name', async () => {
-    const stale = await take(webPk, 'worker-a');
+    const stale = await take(webLease, 'worker-a');
     clock.advance(ttl + 1);
-    const newer = await take(webPk, 'worker-a');
+    const newer = await take(webLease, 'worker-a');
     await store.fencedBy(newer).putService(record('default/web', 'uid-new'));
     await expect(
       store.fencedBy(stale).putService(record('default/web', 'uid-old')),
@@ -286,50 +330,112 @@ describe('fenced writes', () => {
     expect((await store.getService('default/web'))?.uid).toBe('uid-new');
   });
 
-  it('refuses a stale write after the item was removed and leased again from fence 1', async () => {
-    const stale = await take(webPk, 'worker-a');
+  it('refuses a stale write after the lease item was removed and leased again from fence 1', async () => {
+    const stale = await take(webLease, 'worker-a');
+    await store.fencedBy(stale).getService('default/web');
     clock.advance(ttl + 1);
-    await store.finish(await take(webPk, 'worker-b'), 'reset', ttl);
-    const fresh = await take(webPk, 'worker-c');
+    const removed = await take(webLease, 'worker-b');
+    await store.fencedBy(removed).getService('default/web');
+    await store.finish(removed, 'reset', ttl);
+    expect(await store.getItem(webLease)).toBeUndefined();
+    const fresh = await take(webLease, 'worker-c');
     expect(fresh.fence).toBe(stale.fence);
+    await store.fencedBy(fresh).getService('default/web');
+    await store.fencedBy(fresh).putService(record('default/web', 'uid-new'));
     await expect(
       store.fencedBy(stale).putService(record('default/web', 'uid-old')),
     ).rejects.toBeInstanceOf(BusyError);
-    expect(await store.getService('default/web')).toBeUndefined();
+    expect((await store.getService('default/web'))?.uid).toBe('uid-new');
   });
 
-  it('refuses a stale delete with BusyError and keeps the record', async () => {
-    const stale = await take(webPk, 'worker-a');
+  it('refuses a stale delete with BusyError after a newer holder wrote, and keeps its record', async () => {
+    const stale = await take(webLease, 'worker-a');
     await store.fencedBy(stale).putService(record('default/web', 'uid-1'));
     clock.advance(ttl + 1);
-    await take(webPk, 'worker-b');
+    const newer = await take(webLease, 'worker-b');
+    const view = store.fencedBy(newer);
+    await view.putService({
+      ...((await view.getService('default/web')) as ServiceRecord),
+      hostsHash: 'h2',
+    });
     await expect(store.fencedBy(stale).deleteService('default/web')).rejects.toBeInstanceOf(
       BusyError,
     );
-    expect((await store.getService('default/web'))?.uid).toBe('uid-1');
+    expect(await store.getService('default/web')).toMatchObject({ uid: 'uid-1', hostsHash: 'h2' });
+  });
+
+  // A newer holder that read before a stale holder's late write must not write on that read.
+  it('refuses the newer holder a write on a read older than a stale write, and has it run again', async () => {
+    const stale = await take(webLease, 'worker-a');
+    const staleView = store.fencedBy(stale);
+    await staleView.getService('default/web');
+    clock.advance(ttl + 1);
+    const newer = await take(webLease, 'worker-b');
+    const newerView = store.fencedBy(newer);
+    expect(await newerView.getService('default/web')).toBeUndefined();
+    // Nothing newer was written yet: the stale holder's record of what it did lands.
+    await staleView.putService(record('default/web', 'uid-stale'));
+    await expect(newerView.putService(record('default/web', 'uid-newer'))).rejects.toBeInstanceOf(
+      BusyError,
+    );
+    expect((await store.getService('default/web'))?.uid).toBe('uid-stale');
+    // Its lease is marked dirty: the pass ends busy and the holder runs again on a fresh read.
+    expect(await store.finish(newer, 'keep', ttl)).toEqual({ kind: 'again' });
+    expect((await newerView.getService('default/web'))?.uid).toBe('uid-stale');
+    await newerView.putService(record('default/web', 'uid-newer'));
+    expect((await store.getService('default/web'))?.uid).toBe('uid-newer');
+    await expect(staleView.putService(record('default/web', 'uid-stale-2'))).rejects.toBeInstanceOf(
+      BusyError,
+    );
+    expect(await store.finish(stale, 'keep', ttl)).toEqual({ kind: 'lost' });
+  });
+
+  // The tombstone: without it a stale creator's first write (nothing seen) would land again.
+  it('refuses a stale creator to bring back a record a newer holder deleted', async () => {
+    const stale = await take(webLease, 'worker-a');
+    await store.fencedBy(stale).getService('default/web');
+    clock.advance(ttl + 1);
+    const newer = await take(webLease, 'worker-b');
+    const view = store.fencedBy(newer);
+    await view.getService('default/web');
+    await view.putService(record('default/web', 'uid-1'));
+    await view.deleteService('default/web');
+    await store.finish(newer, 'reset', ttl);
+    expect(await store.getItem(webLease)).toBeUndefined();
+    await expect(
+      store.fencedBy(stale).putService(record('default/web', 'uid-1')),
+    ).rejects.toBeInstanceOf(BusyError);
+    expect(await store.getService('default/web')).toBeUndefined();
+    expect(await store.getItem(webPk)).toEqual({
+      pk: webPk,
+      ver: expect.any(String) as unknown,
+      expiresAt: Math.ceil(clock.ms / 1000) + 24 * 3600,
+    });
   });
 
   it('refuses to delete a key the lease does not cover', async () => {
-    const other = servicePk('default/other');
+    const other = serviceLeasePk('default/other');
     const lease = await take(other, 'worker-a');
     await store.fencedBy(lease).putService(record('default/other', 'uid-other'));
     await expect(store.fencedBy(lease).deleteService('default/web')).rejects.toThrow(
-      'lease svc#default/other does not cover default/web',
+      'lease svclease#default/other does not cover default/web',
     );
     expect((await store.getService('default/other'))?.uid).toBe('uid-other');
   });
 
-  it('removes the record on delete but keeps the item until the lease is released', async () => {
-    const lease = await take(webPk, 'worker-a');
+  it('removes the record on delete, leaving a tombstone, and the lease item on release', async () => {
+    const lease = await take(webLease, 'worker-a');
     await store.fencedBy(lease).putService(record('default/web', 'uid-1', 'hash-1'));
     await store.fencedBy(lease).deleteService('default/web');
     expect(await store.getService('default/web')).toBeUndefined();
-    const held = await store.getItem(webPk);
-    expect(held).toMatchObject({ leaseOwner: 'worker-a' });
-    expect(held).not.toHaveProperty('uid');
-    expect(held).not.toHaveProperty('hostsHash');
+    const tombstone = await store.getItem(webPk);
+    expect(tombstone).not.toHaveProperty('uid');
+    expect(tombstone).not.toHaveProperty('hostsHash');
+    expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-a' });
     await store.finish(lease, 'reset', ttl);
-    expect(await store.getItem(webPk)).toBeUndefined();
+    expect(await store.getItem(webLease)).toBeUndefined();
+    expect(await store.listServiceItems()).toEqual([]);
+    expect(await store.listServiceHosts()).toEqual([]);
   });
 
   // Node sync writes the host set through the lease port: a taken-over holder must not win.
@@ -347,7 +453,7 @@ describe('fenced writes', () => {
   });
 
   it('refuses to store a record for a key the lease does not cover', async () => {
-    const lease = await take(servicePk('default/other'), 'worker-a');
+    const lease = await take(serviceLeasePk('default/other'), 'worker-a');
     await expect(
       store.fencedBy(lease).putService(record('default/web', 'uid-web')),
     ).rejects.toBeInstanceOf(BusyError);
@@ -357,7 +463,7 @@ describe('fenced writes', () => {
 
 describe('scans', () => {
   async function storeRecord(key: string, uid: string, hostsHash?: string): Promise<void> {
-    const lease = await take(servicePk(key), `writer-${uid}`);
+    const lease = await take(serviceLeasePk(key), `writer-${uid}`);
     await store.fencedBy(lease).putService(record(key, uid, hostsHash));
     await store.finish(lease, 'reset', ttl);
   }
@@ -365,7 +471,7 @@ describe('scans', () => {
   it('lists the host hash of every service with a record, and nothing else', async () => {
     await storeRecord('default/a', 'uid-a', 'hash-a');
     await storeRecord('default/b', 'uid-b');
-    await take(servicePk('default/held'), 'worker-x');
+    await take(serviceLeasePk('default/held'), 'worker-x');
     await take(leasePk('node-sync'), 'worker-y');
     await store.putEligibleHosts(eligible([host(1)]));
     const listed = await store.listServiceHosts();
@@ -376,7 +482,7 @@ describe('scans', () => {
   });
 
   it('lists each Service’s target-node-labels selector beside its host hash', async () => {
-    const lease = await take(servicePk('default/picky'), 'writer-picky');
+    const lease = await take(serviceLeasePk('default/picky'), 'writer-picky');
     await store
       .fencedBy(lease)
       .putService({ ...record('default/picky', 'uid-p', 'hash-p'), nodeSelector: 'role=ingress' });
@@ -387,10 +493,10 @@ describe('scans', () => {
 
   it('lists every service item with record presence, failures, dirty flag and lease expiry', async () => {
     await storeRecord('default/a', 'uid-a', 'hash-a');
-    const failing = await take(servicePk('default/b'), 'worker-b');
+    const failing = await take(serviceLeasePk('default/b'), 'worker-b');
     await store.finish(failing, 'increment', ttl);
-    await take(servicePk('default/c'), 'worker-c');
-    await store.acquire(servicePk('default/c'), 'worker-d', ttl);
+    await take(serviceLeasePk('default/c'), 'worker-c');
+    await store.acquire(serviceLeasePk('default/c'), 'worker-d', ttl);
     await take(leasePk('sweep'), 'worker-e');
     const items = await store.listServiceItems();
     expect(items.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
@@ -398,6 +504,92 @@ describe('scans', () => {
       { key: 'default/b', hasRecord: false, failures: 1, dirty: false, failingSince: t0 },
       { key: 'default/c', hasRecord: false, failures: 0, dirty: true, leaseUntil: t0 + 30_000 },
     ]);
+  });
+});
+
+describe('upgrade from release 0.1 (its lease on the record item)', () => {
+  /** An item as release 0.1 wrote it, raw: the record and its lease attributes together. */
+  async function putLegacyItem(attributes: Record<string, unknown>): Promise<void> {
+    await doc.send(new PutCommand({ TableName: tableName, Item: { pk: webPk, ...attributes } }));
+  }
+  const legacyRecord = {
+    rec: JSON.stringify(record('default/web', 'uid-1', 'hash-1')),
+    uid: 'uid-1',
+    hostsHash: 'hash-1',
+    nodeSelector: '',
+    updatedAt: '2025-03-01T12:00:00.000Z',
+    fence: 3,
+    dirty: false,
+    failures: 0,
+    lastPassAt: '2025-03-01T11:59:00.000Z',
+  };
+
+  it('reads the record of a 0.1 item, for holders, scans and plain reads', async () => {
+    await putLegacyItem(legacyRecord);
+    expect(await store.getService('default/web')).toEqual(record('default/web', 'uid-1', 'hash-1'));
+    const lease = await take(webLease, 'worker-new');
+    expect((await store.fencedBy(lease).getService('default/web'))?.uid).toBe('uid-1');
+    expect(await store.listServiceHosts()).toEqual([{ key: 'default/web', hostsHash: 'hash-1' }]);
+    expect(await store.listServiceItems()).toEqual([
+      {
+        key: 'default/web',
+        uid: 'uid-1',
+        hasRecord: true,
+        failures: 0,
+        dirty: false,
+        leaseUntil: t0 + 30_000,
+      },
+    ]);
+  });
+
+  it('treats a key whose 0.1 lease is live as busy: the 0.1 holder runs again, nothing is written until it expires', async () => {
+    await putLegacyItem({ ...legacyRecord, leaseOwner: 'worker-old', leaseUntil: t0 + 30_000 });
+    const lease = await take(webLease, 'worker-new');
+    const view = store.fencedBy(lease);
+    await expect(view.getService('default/web')).rejects.toBeInstanceOf(BusyError);
+    expect(await store.getItem(webPk)).toMatchObject({ leaseOwner: 'worker-old', dirty: true });
+    await expect(view.putService(record('default/web', 'uid-2'))).rejects.toBeInstanceOf(BusyError);
+    expect((await store.getService('default/web'))?.uid).toBe('uid-1');
+    clock.advance(31);
+    expect((await view.getService('default/web'))?.uid).toBe('uid-1');
+  });
+
+  it('converts a 0.1 item on its first write, so a late 0.1 holder can no longer write', async () => {
+    await putLegacyItem({ ...legacyRecord, leaseOwner: 'worker-old', leaseUntil: t0 + 30_000 });
+    clock.advance(31);
+    const lease = await take(webLease, 'worker-new');
+    const view = store.fencedBy(lease);
+    const read = await view.getService('default/web');
+    await view.putService({ ...(read as ServiceRecord), hostsHash: 'hash-2' });
+    const item = await store.getItem(webPk);
+    expect(item).toMatchObject({ uid: 'uid-1', hostsHash: 'hash-2' });
+    for (const name of ['leaseOwner', 'leaseUntil', 'fence', 'dirty', 'failures', 'lastPassAt'])
+      expect(item).not.toHaveProperty(name);
+    // Release 0.1's fenced write, as it sends it.
+    await expect(
+      doc.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: { pk: webPk },
+          ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
+          UpdateExpression: 'SET hostsHash = :hash',
+          ExpressionAttributeValues: { ':owner': 'worker-old', ':fence': 3, ':hash': 'old' },
+        }),
+      ),
+    ).rejects.toBeInstanceOf(ConditionalCheckFailedException);
+  });
+
+  it('removes a 0.1 item left with failures and no record once a release finds the Service gone', async () => {
+    await putLegacyItem({ fence: 3, dirty: false, failures: 2, failingSince: t0 });
+    expect(await store.listServiceItems()).toEqual([
+      { key: 'default/web', hasRecord: false, failures: 2, dirty: false, failingSince: t0 },
+    ]);
+    const lease = await take(webLease, 'worker-new');
+    expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
+    await store.finish(lease, 'reset', ttl);
+    expect(await store.getItem(webPk)).toBeUndefined();
+    expect(await store.getItem(webLease)).toBeUndefined();
+    expect(await store.listServiceItems()).toEqual([]);
   });
 });
 

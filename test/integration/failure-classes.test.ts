@@ -1,5 +1,5 @@
 /**
- * Errors classed by what fixes them (DESIGN §4): a quota, a permission or a missing dependency is
+ * Errors by what fixes them (docs/design.md §4): a quota, a permission or a missing dependency is
  * not the spec's fault, so it is retried with capped backoff, counted by class, and recovers once
  * fixed, with no spec change. Only a wrong spec is terminal.
  */
@@ -67,7 +67,7 @@ describe('failures that someone else must fix are retried, counted by class, and
       expect(world.metrics.get('Syncs{outcome=terminal,kind=service}')).toBe(0);
       expect((await warnings()).some((m) => m.includes(code))).toBe(true);
       // The key's failure count was reset by the success.
-      expect(Number((await world.runtime.store.getItem(`svc#${key}`))?.failures ?? 0)).toBe(0);
+      expect(Number((await world.runtime.store.getItem(`svclease#${key}`))?.failures ?? 0)).toBe(0);
     },
   );
 

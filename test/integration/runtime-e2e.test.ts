@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { servicePk } from '../../functions/aws/dynamo-state-store';
+import { serviceLeasePk, servicePk } from '../../functions/aws/dynamo-state-store';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { upstreamFinalizer } from '../../functions/core/claim';
 import { runNodeSync } from '../../functions/runtime/node-sync';
@@ -128,7 +128,9 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await expect(
       world.api.readNamespacedService({ name: 'web', namespace: 'default' }),
     ).rejects.toMatchObject({ code: 404 });
-    expect(await world.runtime.store.getItem(servicePk(key))).toBeUndefined();
+    // The record leaves a tombstone (removed by TTL); the lease item goes at once.
+    expect((await world.runtime.store.getItem(servicePk(key)))?.rec).toBeUndefined();
+    expect(await world.runtime.store.getItem(serviceLeasePk(key))).toBeUndefined();
   });
 
   it('deletes the old NLB and creates a new one when the Service is re-created with the same name', async () => {
@@ -167,18 +169,18 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
 
     const first = await world.handleOnce();
     expect(first.result.batchItemFailures).toHaveLength(1);
-    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(1);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures).toBe(1);
     expect(await world.receive(0)).toEqual([]); // invisible for 1 s
     const second = await world.handleOnce(3);
     expect(second.records[0]?.receiveCount).toBe(2);
-    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(2);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures).toBe(2);
 
     world.aws.recorder.clearFaults();
     expect(await world.receive(1)).toEqual([]); // 2 s now: not back after 1 s
     const third = await world.handleOnce(3);
     expect(third.records[0]?.receiveCount).toBe(3);
     expect(third.result.batchItemFailures).toEqual([]);
-    expect((await world.runtime.store.getItem(servicePk(key)))?.failures).toBe(0);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures).toBe(0);
   });
 
   it('replaces a much-retried message with a fresh delayed one, so throttling never reaches the DLQ', async () => {
@@ -262,7 +264,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
       (l) => l.message === 'synced' && l.fields.serviceKey === key,
     );
     expect(passes.map((l) => l.fields.pass)).toEqual([1, 2]);
-    expect((await world.runtime.store.getItem(servicePk(key)))?.failures ?? 0).toBe(0);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures ?? 0).toBe(0);
     expect(world.aws.recorder.count('CreateLoadBalancer')).toBe(1);
   });
 
@@ -333,11 +335,11 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
       body: loadBalancerService('other'),
     });
     const now = Date.now();
-    await world.runtime.store.setAttributes(servicePk(key), {
+    await world.runtime.store.setAttributes(serviceLeasePk(key), {
       failures: 7,
       failingSince: now - 16 * 60_000,
     });
-    await world.runtime.store.setAttributes(servicePk('default/other'), {
+    await world.runtime.store.setAttributes(serviceLeasePk('default/other'), {
       failures: 2,
       failingSince: now - 60_000,
     });
@@ -431,36 +433,38 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const { scheduleTick } = await import('../../functions/runtime/node-sync');
     expect(await scheduleTick(world.runtime)).toBe('started');
     expect(await scheduleTick(world.runtime)).toBe('running');
-    const [tick] = await world.receive(1);
-    await world.handle([tick!]);
-    expect(await world.queueDepth()).toMatchObject({ delayed: 1 });
+    // Ticks travel on the node queue, never behind the work queue's Service backlog.
+    expect(await world.queueDepth('work')).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
+    const [tick] = await world.receiveNodes(1);
+    await world.handleNodes([tick!]);
+    expect(await world.queueDepth('nodes')).toMatchObject({ delayed: 1 });
     expect(await runNodeSync(world.runtime, [])).toBeUndefined();
   });
 
   it('a tick that finds node sync running still schedules the next tick, so the chain goes on', async () => {
     const { scheduleTick, nodeSyncLease } = await import('../../functions/runtime/node-sync');
     await scheduleTick(world.runtime);
-    const [tick] = await world.receive(1);
+    const [tick] = await world.receiveNodes(1);
     const held = await world.runtime.store.acquire(nodeSyncLease, 'another-pass', 60);
     expect(held.acquired).toBe(true);
-    const result = await world.handle([tick!]);
+    const result = await world.handleNodes([tick!]);
     expect(result.batchItemFailures).toEqual([]);
-    expect(await world.queueDepth()).toMatchObject({ visible: 0, delayed: 1 });
+    expect(await world.queueDepth('nodes')).toMatchObject({ visible: 0, delayed: 1 });
   });
 
   it('backs off node sync during a Kubernetes API outage, and replaces the tick past the resend limit instead of walking it to the DLQ', async () => {
     const { scheduleTick } = await import('../../functions/runtime/node-sync');
     await scheduleTick(world.runtime);
-    const [tick] = await world.receive(1);
+    const [tick] = await world.receiveNodes(1);
     world.kube.failNextRequests(100, 500, { path: /\/nodes/ });
-    const early = await world.handle([{ ...tick!, receiveCount: 1 }]);
+    const early = await world.handleNodes([{ ...tick!, receiveCount: 1 }]);
     expect(early.batchItemFailures).toEqual([{ itemIdentifier: tick!.messageId }]);
     expect(world.metrics.get('NodeSyncFailures')).toBe(1);
 
-    const late = await world.handle([{ ...tick!, receiveCount: 8 }]);
+    const late = await world.handleNodes([{ ...tick!, receiveCount: 8 }]);
     expect(late.batchItemFailures).toEqual([]);
     // The fresh copy is the same tick of the same chain, delayed by the grown backoff.
-    const depth = await world.queueDepth();
+    const depth = await world.queueDepth('nodes');
     expect(depth.delayed + depth.inFlight).toBeGreaterThanOrEqual(1);
     expect(world.metrics.get('NodeSyncFailures')).toBe(2);
   });

@@ -22,6 +22,7 @@ import {
   type BatchResult,
   type QueueRecord,
 } from '../../functions/runtime/process-work';
+import { processNodeBatch } from '../../functions/runtime/node-messages';
 import { createRuntime } from '../../functions/runtime/wiring';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
@@ -83,11 +84,22 @@ export interface RuntimeWorld {
   handle(records: QueueRecord[]): Promise<BatchResult>;
   /** Receives one batch (waiting up to `waitSeconds`) and handles it. */
   handleOnce(waitSeconds?: number): Promise<{ records: QueueRecord[]; result: BatchResult }>;
+  /** The node queue, when the world has one (the default). */
+  readonly nodeQueueUrl: string | undefined;
+  /** Receives one batch from the node queue and hands it to the node-sync function's handler. */
+  handleNodesOnce(waitSeconds?: number): Promise<{ records: QueueRecord[]; result: BatchResult }>;
   /** What the dead-letter queue holds: bodies and their `problem` attribute (received, not deleted). */
   deadLetters(): Promise<{ body: string; problem: string | undefined }[]>;
-  /** Handles batches until the queue stays empty for `quietSeconds`. */
+  /** Handles batches (both queues) until they stay empty for `quietSeconds`. */
   drain(quietSeconds?: number): Promise<void>;
-  queueDepth(): Promise<{ visible: number; inFlight: number; delayed: number }>;
+  /** The work queue's depth, or the node queue's (the work queue's when there is none). */
+  queueDepth(
+    queue?: 'work' | 'nodes',
+  ): Promise<{ visible: number; inFlight: number; delayed: number }>;
+  /** Receives from the node queue (the work queue when there is none). */
+  receiveNodes(waitSeconds?: number): Promise<QueueRecord[]>;
+  /** Hands records of the node queue to the node-sync function's handler, as its event source does. */
+  handleNodes(records: QueueRecord[]): Promise<BatchResult>;
   /** Stops the API server; fails if it refused any request (a call outside the manifests' RBAC). */
   stop(): Promise<void>;
 }
@@ -98,6 +110,11 @@ export interface RuntimeWorldOptions {
    * Kubernetes call the ClusterRole does not grant gets 403 and fails the test at `stop()`.
    */
   readonly rbac?: boolean;
+  /**
+   * Give node messages a queue of their own, consumed by the node-sync function's batch handler,
+   * as the stack does (default true); false: one queue for all, as local mode and 0.1 configs.
+   */
+  readonly nodeQueue?: boolean;
 }
 
 /**
@@ -148,6 +165,21 @@ export async function createRuntimeWorld(
       },
     }),
   );
+  const nodeQueue =
+    options.nodeQueue === false
+      ? undefined
+      : await sqs.send(
+          new CreateQueueCommand({
+            QueueName: 'nodes',
+            Attributes: {
+              VisibilityTimeout: '30',
+              RedrivePolicy: JSON.stringify({
+                deadLetterTargetArn: dlqArn,
+                maxReceiveCount: resendAfterReceives + 2,
+              }),
+            },
+          }),
+        );
   const ddb = account.client(DynamoDBClient);
   await ddb.send(
     new CreateTableCommand({
@@ -174,6 +206,7 @@ export async function createRuntimeWorld(
     region: 'us-east-1',
     claimClassless: true,
     queueUrl: queue.QueueUrl,
+    ...(nodeQueue ? { nodeQueueUrl: nodeQueue.QueueUrl } : {}),
     deadLetterQueueUrl: dlq.QueueUrl,
     tableName: 'state',
     backoffBaseSeconds: 1,
@@ -210,6 +243,34 @@ export async function createRuntimeWorld(
         : aws.recorder.attach(account.bind(client)),
   });
   const queueUrl = queue.QueueUrl ?? '';
+  const nodeQueueUrl = nodeQueue?.QueueUrl;
+  const receiveFrom = async (url: string, waitSeconds: number): Promise<QueueRecord[]> => {
+    const received = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: waitSeconds,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    return (received.Messages ?? []).map((m) => ({
+      messageId: m.MessageId ?? '',
+      body: m.Body ?? '',
+      receiptHandle: m.ReceiptHandle ?? '',
+      receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1'),
+    }));
+  };
+  // As the event source mapping does: delete what the handler did not report as failed.
+  const acknowledge = async (url: string, records: QueueRecord[], result: BatchResult) => {
+    const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+    for (const record of records) {
+      if (!failed.has(record.messageId)) {
+        await sqs.send(
+          new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: record.receiptHandle }),
+        );
+      }
+    }
+  };
 
   const world: RuntimeWorld = {
     account,
@@ -235,32 +296,13 @@ export async function createRuntimeWorld(
         }),
       );
     },
-    receive: async (waitSeconds = 0) => {
-      const received = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: queueUrl,
-          MaxNumberOfMessages: 10,
-          WaitTimeSeconds: waitSeconds,
-          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
-        }),
-      );
-      return (received.Messages ?? []).map((m) => ({
-        messageId: m.MessageId ?? '',
-        body: m.Body ?? '',
-        receiptHandle: m.ReceiptHandle ?? '',
-        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? '1'),
-      }));
-    },
+    receive: (waitSeconds = 0) => receiveFrom(queueUrl, waitSeconds),
     handle: async (records) => {
       const result = await processWorkBatch(records, runtime);
-      const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
-      for (const record of records) {
-        if (!failed.has(record.messageId)) {
-          await sqs.send(
-            new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: record.receiptHandle }),
-          );
-        }
-      }
+      await acknowledge(queueUrl, records, result);
+      // The node-sync function consumes the node queue at the same time: what this batch moved
+      // there (a node message sent to the work queue) is handled before the test looks.
+      if (nodeQueueUrl !== undefined) await world.handleNodesOnce(0);
       return result;
     },
     handleOnce: async (waitSeconds = 1) => {
@@ -268,17 +310,35 @@ export async function createRuntimeWorld(
       const result = records.length > 0 ? await world.handle(records) : { batchItemFailures: [] };
       return { records, result };
     },
+    nodeQueueUrl,
+    receiveNodes: (waitSeconds = 0) => receiveFrom(nodeQueueUrl ?? queueUrl, waitSeconds),
+    handleNodes: async (records) => {
+      if (nodeQueueUrl === undefined) return world.handle(records);
+      const result = await processNodeBatch(records, runtime);
+      await acknowledge(nodeQueueUrl, records, result);
+      return result;
+    },
+    handleNodesOnce: async (waitSeconds = 0) => {
+      if (nodeQueueUrl === undefined) return { records: [], result: { batchItemFailures: [] } };
+      const records = await receiveFrom(nodeQueueUrl, waitSeconds);
+      if (records.length === 0) return { records, result: { batchItemFailures: [] } };
+      return { records, result: await world.handleNodes(records) };
+    },
     drain: async (quietSeconds = 1) => {
       for (let rounds = 0; rounds < 50; rounds++) {
+        const nodes = await world.handleNodesOnce(0);
         const { records } = await world.handleOnce(quietSeconds);
-        if (records.length === 0) return;
+        if (records.length === 0 && nodes.records.length === 0) {
+          // Node messages that became visible while the work queue was quiet.
+          if ((await world.handleNodesOnce(0)).records.length === 0) return;
+        }
       }
-      throw new Error('the queue did not drain in 50 rounds');
+      throw new Error('the queues did not drain in 50 rounds');
     },
-    queueDepth: async () => {
+    queueDepth: async (queue = 'work') => {
       const attributes = await sqs.send(
         new GetQueueAttributesCommand({
-          QueueUrl: queueUrl,
+          QueueUrl: queue === 'nodes' ? (nodeQueueUrl ?? queueUrl) : queueUrl,
           AttributeNames: [
             'ApproximateNumberOfMessages',
             'ApproximateNumberOfMessagesNotVisible',

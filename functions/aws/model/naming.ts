@@ -3,7 +3,7 @@ import type { Service } from '../../core/objects';
 import { sha256 } from './sha256';
 import type { DesiredLoadBalancer, Scheme, Tags } from './types';
 
-/** Tag keys that mark what we own (DESIGN §3: ownership by tags). */
+/** Tag keys that mark what we own (docs/design.md §3: ownership by tags). */
 export const ownershipTags = {
   cluster: 'serverless-service-controller.io/cluster',
   service: 'serverless-service-controller.io/service',

@@ -88,6 +88,8 @@ export interface Deployment {
   readonly vpcId: string;
   /** Physical names of the stack's queue, dead-letter queue, table and event bus. */
   readonly workQueue: string;
+  /** The node queue; `<workQueue>-node` when the test world has none of its own. */
+  readonly nodeQueue?: string;
   readonly deadLetterQueue: string;
   readonly table: string;
   readonly eventBus: string;
@@ -103,10 +105,11 @@ function physical(
   const name = (() => {
     switch (resource.Type) {
       case 'AWS::SQS::Queue':
-        // The work queue is the one with a redrive policy (to the dead-letter queue).
-        return resource.Properties?.RedrivePolicy !== undefined
-          ? deployment.workQueue
-          : deployment.deadLetterQueue;
+        // The work and node queues have a redrive policy (to the dead-letter queue).
+        if (resource.Properties?.RedrivePolicy === undefined) return deployment.deadLetterQueue;
+        return id.startsWith('NodeQueue')
+          ? (deployment.nodeQueue ?? `${deployment.workQueue}-node`)
+          : deployment.workQueue;
       case 'AWS::DynamoDB::Table':
         return deployment.table;
       case 'AWS::Events::EventBus':

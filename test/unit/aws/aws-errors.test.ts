@@ -15,7 +15,7 @@ function awsError(code: string): Error {
   return Object.assign(new Error(`${code} happened`), { name: code, $fault: 'client' });
 }
 
-describe('AWS errors by what fixes them (DESIGN §4)', () => {
+describe('AWS errors by what fixes them (docs/design.md §4)', () => {
   it.each([
     ['Throttling', 'throttling'],
     ['RequestLimitExceeded', 'throttling'],

@@ -10,7 +10,7 @@ import {
 } from '../../../functions/core/errors';
 import { outcomeOf } from '../../../functions/sync/outcome';
 
-describe('error classification (DESIGN §4)', () => {
+describe('error classification (docs/design.md §4)', () => {
   it.each([
     [new RetryableError('throttled'), 'retryable'],
     [new RequeueAfterError('provisioning', 15), 'requeue-after'],

@@ -49,6 +49,7 @@ describe('parseConfig', () => {
       tableName: 'controller-state',
       nodeSyncPeriodSeconds: 100,
       nodeSyncMinIntervalSeconds: 10,
+      directHostUpdates: 5,
       sweepPeriodSeconds: 1800,
       backoffBaseSeconds: 5,
       backoffMaxSeconds: 300,

@@ -629,7 +629,7 @@ describe('syncService: Service gone (S7) and re-created (S8)', () => {
   });
 });
 
-describe('syncService: errors (S11, DESIGN §4)', () => {
+describe('syncService: errors (S11, docs/design.md §4)', () => {
   it('a terminal spec problem warns once, adds no finalizer and calls no cloud', async () => {
     const w = world({
       ports: [

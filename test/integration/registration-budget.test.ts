@@ -1,0 +1,167 @@
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+import { afterEach, describe, expect, it } from 'vitest';
+import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
+import { readNlbState } from '../../functions/aws/nlb-state';
+import {
+  DynamoTatItem,
+  latestBookableTat,
+  registrationBudgetPk,
+  slotRule,
+  TatBudgetStore,
+} from '../../functions/aws/registration-budget';
+import { loadBalancerService } from '../support/kube-objects';
+import { MotoAccount } from '../support/moto';
+import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+
+const spec = { perSecond: 4, burst: 10 };
+
+/**
+ * DynamoDB applies each conditional write atomically; moto's threaded server does not, so the two
+ * clients' requests go to moto one at a time (in whatever order the two instances send them).
+ * What is tested is our conditions and slot arithmetic across instances, not moto's locking.
+ */
+function serialized(clients: DynamoDBClient[]): void {
+  let last: Promise<unknown> = Promise.resolve();
+  for (const client of clients) {
+    client.middlewareStack.add(
+      (next: FinalizeHandler<object, MetadataBearer>) =>
+        (args: FinalizeHandlerArguments<object>) => {
+          const run = last.then(
+            () => next(args),
+            () => next(args),
+          );
+          last = run.catch(() => undefined);
+          return run;
+        },
+      { step: 'finalizeRequest', name: 'oneAtATime' },
+    );
+  }
+}
+
+describe('the registration budget on the state table (moto DynamoDB)', () => {
+  it('two instances booking at once never exceed rate + burst together, and past the horizon the rest come back later', async () => {
+    const account = new MotoAccount();
+    const clients = [account.client(DynamoDBClient), account.client(DynamoDBClient)];
+    serialized(clients);
+    await clients[0]!.send(
+      new CreateTableCommand({
+        TableName: 'state',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
+    const t0 = Date.now();
+    const rule = slotRule(spec, 'register');
+    // Two instances, each with 40 registrations in flight at once; time stands still meanwhile,
+    // so every booking competes for the same horizon.
+    const stores = clients.map(
+      (client) =>
+        new TatBudgetStore(new DynamoTatItem(DynamoDBDocumentClient.from(client), 'state')),
+    );
+    const bookings = await Promise.all(
+      stores.flatMap((store, instance) =>
+        Array.from({ length: 40 }, async () => ({ instance, booking: await store.book(t0, rule) })),
+      ),
+    );
+
+    const slots = bookings.flatMap(({ booking }) =>
+      booking.kind === 'slot' ? [booking.atMs] : [],
+    );
+    // The burst, then one every 250 ms up to the 10 s horizon: 50 calls, then 'come back later'.
+    expect(slots).toHaveLength(spec.burst + spec.perSecond * 10);
+    expect(
+      new Set(bookings.filter((b) => b.booking.kind === 'slot').map((b) => b.instance)).size,
+    ).toBe(2);
+    for (const from of slots) {
+      for (const seconds of [0, 1, 2.5, 10]) {
+        const inWindow = slots.filter((at) => at >= from && at <= from + seconds * 1000).length;
+        expect(inWindow).toBeLessThanOrEqual(spec.burst + spec.perSecond * seconds);
+      }
+    }
+    expect(Math.max(...slots) - t0).toBeLessThanOrEqual(rule.horizonMs);
+    const later = bookings.filter((b) => b.booking.kind === 'later');
+    expect(later).toHaveLength(30);
+    expect(new Set(later.map((b) => b.instance)).size).toBe(2);
+    const item = await DynamoDBDocumentClient.from(clients[0]!).send(
+      new GetCommand({ TableName: 'state', Key: { pk: registrationBudgetPk } }),
+    );
+    expect(item.Item?.tat).toBe(latestBookableTat(t0, rule) + rule.intervalMs);
+  });
+});
+
+describe('a host update against a booked-up budget (runtime, moto, fake API server)', () => {
+  let world: RuntimeWorld | undefined;
+  afterEach(async () => {
+    await world?.stop();
+    world = undefined;
+  });
+
+  it('ends requeue-after without a failure, a retry or a Warning, and registers once the budget frees', async () => {
+    world = await createRuntimeWorld();
+    const w = world;
+    const key = 'default/web';
+    await w.api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await w.send({ v: 1, kind: 'service', key });
+    await w.drain();
+
+    // Another instance booked the budget an hour ahead.
+    const doc = DynamoDBDocumentClient.from(w.account.client(DynamoDBClient));
+    await doc.send(
+      new PutCommand({
+        TableName: 'state',
+        Item: { pk: registrationBudgetPk, tat: Date.now() + 3_600_000 },
+      }),
+    );
+    const registersBefore = registerCalls(w);
+    const added = await w.addNode();
+    await w.send({ v: 1, kind: 'node', reason: 'node added' });
+    await w.drain();
+
+    expect(registerCalls(w)).toBe(registersBefore);
+    expect(await targetsHave(w, key, added.instanceId)).toBe(false);
+    expect(w.metrics.get('Retries')).toBe(0);
+    expect(Number((await w.runtime.store.getItem(serviceLeasePk(key)))?.failures ?? 0)).toBe(0);
+    const requeued = w.log.lines.filter((l) => l.message === 'sync requeued');
+    expect(requeued).toHaveLength(1);
+    expect(requeued[0]?.fields.seconds).toBeGreaterThan(3000);
+    const events = await w.api.listNamespacedEvent({ namespace: 'default' });
+    expect(events.items.map((e) => e.reason)).not.toContain('UpdateLoadBalancerFailed');
+
+    // The budget frees; the key's message is due (made visible here rather than waiting an hour).
+    await doc.send(new DeleteCommand({ TableName: 'state', Key: { pk: registrationBudgetPk } }));
+    await w.send({ v: 1, kind: 'hosts', key });
+    await w.drain();
+    expect(await targetsHave(w, key, added.instanceId)).toBe(true);
+  });
+});
+
+function registerCalls(w: RuntimeWorld): number {
+  let n = 0;
+  for (const [name, count] of w.metrics.counts) {
+    if (name.startsWith('AwsCalls') && name.includes('operation=RegisterTargets')) n += count;
+  }
+  return n;
+}
+
+async function targetsHave(w: RuntimeWorld, key: string, instanceId: string): Promise<boolean> {
+  const state = readNlbState((await w.runtime.store.getService(key))?.provider);
+  const groups = Object.values(state.targetGroups ?? {});
+  expect(groups.length).toBeGreaterThan(0);
+  for (const tg of groups) {
+    const health = await w.aws.clients.elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: tg.arn }),
+    );
+    const ids = (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id);
+    if (!ids.includes(instanceId)) return false;
+  }
+  return true;
+}
