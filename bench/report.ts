@@ -131,7 +131,7 @@ function propagationSection(p: PropagationResult): string {
     '',
     `Time from a node being added in the API server until every affected NLB has it registered in all its target groups, for ${p.ours.map((o) => o.services).join(', ')} LoadBalancer Services (${m.portsPerService} ports each, ${m.initialNodes} nodes before). Simulated on a virtual clock (no real waiting), the same way for both designs: every remote call (ELBv2, EC2, SQS, DynamoDB, Kubernetes) takes **${m.latencyMs} ms**, and ELBv2/EC2 enforce the account-level token buckets below.`,
     '',
-    `- **Ours**: the real runtime and use cases — processWorkBatch → runNodeSync → syncNodes, then processWorkBatch → processKey → syncHosts → NlbProvider.updateLoadBalancer — over in-memory fakes written for the benchmark (bench/sim/): a queue and event source mapping (batches of ${m.batchSize}, ${m.batchingWindowMs} ms batching window, maximum concurrency from functions/runtime/capacity.ts for \`elbv2CallsPerSecond\` = ${m.elbv2CallsPerSecond}, i.e. ${p.ours[0]?.concurrency ?? '?'} warm function instances), a state table with DynamoStateStore's lease semantics (one ${m.latencyMs} ms request per DynamoDB call it would make; a Scan page per MB), the Kubernetes API, and ELBv2. Each instance has its own SDK clients: the per-process limiter of functions/aws/clients.ts and the SDK's \`adaptive\` retry mode (5 attempts, throttling backoff, retry quota and CUBIC rate limiter as in @smithy/core). A sync whose call the SDK gives up on backs off through SQS visibility (5 s, doubling). The forwarder hop is one watch delivery plus one SendMessageBatch.`,
+    `- **Ours**: the real runtime and use cases — processWorkBatch → runNodeSync → syncNodes, then processWorkBatch → processKey → syncHosts → NlbProvider.updateLoadBalancer — over in-memory fakes written for the benchmark (bench/sim/): a queue and event source mapping (batches of ${m.batchSize}, ${m.batchingWindowMs} ms batching window, maximum concurrency from functions/runtime/capacity.ts for \`elbv2CallsPerSecond\` = ${m.elbv2CallsPerSecond}, i.e. ${p.ours[0]?.concurrency ?? '?'} warm function instances), a state table with DynamoStateStore's lease semantics (one ${m.latencyMs} ms request per DynamoDB call it would make; a Scan page per MB), the Kubernetes API, and ELBv2. Each instance has its own SDK clients: the per-process limiter of functions/aws/clients.ts (registrations instead book slots on the shared budget of functions/aws/registration-budget.ts, whose DynamoDB item is modelled with the same conditions and one ${m.latencyMs} ms request per write) and the SDK's \`adaptive\` retry mode (5 attempts, throttling backoff, retry quota and CUBIC rate limiter as in @smithy/core). A sync whose call the SDK gives up on backs off through SQS visibility (5 s, doubling). The forwarder hop is one watch delivery plus one SendMessageBatch.`,
     `- **Seed** (v1.15/1.16 service controller with cloud-provider-aws): the node-sync loop runs every ${m.seed.periodSeconds} s; after a node change it calls UpdateLoadBalancer for every LB Service, one after another, ${m.seed.callsPerLoadBalancer.length} ELBv2/EC2 calls each (docs/design.md §5; the call list is in bench/scenarios/propagation.ts), on the same buckets and latency. Its client waits for a token instead of being throttled (optimistic for the seed). The loop restarts ${m.seed.periodSeconds} s after it ends (wait.Until), so a cycle lasts the loop L plus the period P, and a node change that lands during a loop waits for its end and a period: p50 adds the average wait for the next loop ((L + P) / 2) and the informer delay (${m.seed.informerMs} ms) to the median position in the loop; max adds the worst wait (L + P) to the whole loop.`,
     '',
     table(
@@ -155,7 +155,7 @@ function propagationSection(p: PropagationResult): string {
     '',
     table(['APIs', 'bucket', 'refill', 'source'], limits),
     '',
-    `With 1 Service, ours is mostly two event-source batching windows (${m.batchingWindowMs} ms each: the node message, then the host update) plus some twenty ${m.latencyMs} ms calls; the seed is mostly the wait for its next ${m.seed.periodSeconds} s tick.`,
+    `With 1 Service, ours is one hop: the node message goes to the node queue, whose event source has no batching window, and node sync runs the host update itself (up to \`directHostUpdates\` = 5 Services; more go through the work queue); the rest is some fifteen ${m.latencyMs} ms calls. The seed is mostly the wait for its next ${m.seed.periodSeconds} s tick.`,
     '',
     (() => {
       const big = p.ours.at(-1)!;
@@ -163,13 +163,168 @@ function propagationSection(p: PropagationResult): string {
       const seed = p.seed.at(-1)!;
       const reg = p.rateLimits.elbv2Registration;
       const perLb = (seed.loopMs.at(-1) ?? 0) / 1000 / Math.max(1, seed.services);
-      return `At ${big.services} Services ours is bound by the RegisterTargets bucket (${reg.refillPerSecond}/s after a burst of ${reg.capacity}), 2 RegisterTargets calls per LB (after one DescribeTags that checks the target groups are ours); the seed's loop makes ${m.seed.callsPerLoadBalancer.length} calls per LB and took ${perLb.toFixed(2)} s per LB here. The default budget (\`elbv2CallsPerSecond\` = 20, 5 instances, each allowed ${reg.refillPerSecond} RegisterTargets/s by its own limiter) offers more than the bucket refills: ${big.throttledAttempts} of ${big.elbv2Attempts} ELBv2 attempts were throttled and ${big.syncRetries} syncs backed off, and the last NLB had the node at ${s(big.maxMs)}. With a budget of 4 (2 instances): ${low.throttledAttempts} of ${low.elbv2Attempts} throttled, ${low.syncRetries} backed off, last NLB at ${s(low.maxMs)}.`;
+      return `At ${big.services} Services ours is bound by the RegisterTargets bucket (${reg.refillPerSecond}/s after a burst of ${reg.capacity}), 2 RegisterTargets calls per LB (after one DescribeTags that checks the target groups are ours); the seed's loop makes ${m.seed.callsPerLoadBalancer.length} calls per LB and took ${perLb.toFixed(2)} s per LB here. With the default settings (\`elbv2CallsPerSecond\` = 20, 5 instances) every instance books its registrations on one shared budget (below): ${big.throttledAttempts} of ${big.elbv2Attempts} ELBv2 attempts were throttled and ${big.syncRetries} syncs backed off, and the last NLB had the node at ${s(big.maxMs)}. With a budget of 4 (2 instances): ${low.throttledAttempts} of ${low.elbv2Attempts} throttled, ${low.syncRetries} backed off, last NLB at ${s(low.maxMs)}.`;
     })(),
     '',
     '![Propagation time](propagation.svg)',
     '',
     '![NLBs updated over time, 1,000 Services](propagation-cdf.svg)',
+    ...(p.oursSharedQueue ? ['', nodeQueueSection(p)] : []),
+    ...(p.registrationBudget
+      ? ['', registrationBudgetSection(p.registrationBudget, p.rateLimits)]
+      : []),
     ...(p.namespaceBurst ? ['', namespaceBurstSection(p.namespaceBurst)] : []),
+  ].join('\n');
+}
+
+/** Issue 21 items 1 and 2: node messages on their own queue, and one hop to the NLB. */
+export function nodeQueueSection(p: PropagationResult): string {
+  const m = p.model;
+  // One queue hop and one RegisterTargets: the watch event, the forwarder's send, the invoke, the call.
+  const floorMs = m.watchMs + m.latencyMs + m.invokeMs + m.latencyMs;
+  const rows = p.ours.map((ours, i) => {
+    const today = p.oursSharedQueue?.[i];
+    const goal = ours.services === 1 ? 1500 : (today?.p50Ms ?? Number.NaN);
+    return [
+      ours.services,
+      s(ours.p50Ms),
+      today ? s(today.p50Ms) : '–',
+      ours.services === 1 ? '≤ 1.5 s' : `≤ today (${today ? s(today.p50Ms) : '?'})`,
+      ours.p50Ms <= goal ? 'met' : '**not met**',
+      today ? ratio(ours.p50Ms, today.p50Ms) : '–',
+      ours.services === 1 ? `${ratio(ours.p50Ms, floorMs)} (floor ${s(floorMs)})` : '–',
+      `${s(ours.maxMs)} / ${today ? s(today.maxMs) : '–'}`,
+    ];
+  });
+  const burst = p.nodeDuringBurst;
+  return [
+    '### Node queue and one hop (issue 21, items 1 and 2)',
+    '',
+    `Node messages (node changes, the timer's ticks) have a queue of their own, consumed by the node-sync function (maximum concurrency 2, no batching window); node sync runs the host updates of a change that touches at most \`directHostUpdates\` (5) Services itself, under each key's lease, and sends larger fan-outs to the work queue. "Today" is release 0.1's layout measured in the same run: node messages on the work queue and every host update through it. The floor for 1 Service is one queue hop plus one RegisterTargets: the watch event (${m.watchMs} ms), the forwarder's send, the invoke (${m.invokeMs} ms) and the call (${m.latencyMs} ms each).`,
+    '',
+    table(
+      [
+        'LB Services',
+        'p50',
+        'p50 today (0.1 layout)',
+        'goal',
+        '',
+        'ratio to today',
+        'ratio to floor',
+        'max / max today',
+      ],
+      rows,
+    ),
+    ...(burst
+      ? [
+          '',
+          `A node joins 5 s into a burst of ${burst.nodeQueue.burstServices} Services' host updates (two RegisterTargets each, on the shared registration budget). Node-sync latency is from the change to the new host set stored; the goal is that it does not depend on the backlog.`,
+          '',
+          table(
+            [
+              'layout',
+              'node sync ran after',
+              'quiet Service NLB has the node after',
+              'last NLB after',
+            ],
+            [burst.nodeQueue, burst.sharedQueue].map((r) => [
+              r.nodeQueue ? 'node queue (now)' : 'shared work queue (0.1)',
+              s(r.nodeSyncMs),
+              s(r.quietMs),
+              s(r.lastMs),
+            ]),
+          ),
+          '',
+          `Node sync ran ${ratio(burst.nodeQueue.nodeSyncMs, burst.sharedQueue.nodeSyncMs)} of the time it took on the shared queue. The NLBs themselves still wait for the registration budget, which the burst holds: the node reaches them with the burst's own host updates.`,
+        ]
+      : []),
+  ].join('\n');
+}
+
+/** Issue 21 item 3: one registration budget for all instances, against per-process limiters. */
+export function registrationBudgetSection(
+  b: NonNullable<PropagationResult['registrationBudget']>,
+  limits: PropagationResult['rateLimits'],
+): string {
+  const { withBudget: ours, perProcess: today, swap } = b;
+  const reg = limits.elbv2Registration;
+  // 2 RegisterTargets per Service (2 target groups) at the bucket's refill rate.
+  const floorMs = ((2 * ours.services) / reg.refillPerSecond) * 1000;
+  const pct = (r: { throttledAttempts: number; elbv2Attempts: number }) =>
+    (100 * r.throttledAttempts) / Math.max(1, r.elbv2Attempts);
+  const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const spec = ours.budget;
+  const swapFloorMs = ((4 * swap.withBudget.services) / reg.refillPerSecond) * 1000;
+  return [
+    `### Shared registration budget (${ours.services} Services)`,
+    '',
+    `Every RegisterTargets/DeregisterTargets attempt books a slot on one item of the state table (functions/aws/registration-budget.ts: ${spec ? `${spec.perSecond}/s, burst ${spec.burst}` : 'off'}; registrations book at most 10 s ahead, deregistrations 20 s; past that the sync ends requeue-after). "Today" is the same run with the per-process limiters only (4/s per instance, ${today.concurrency} instances), as before this change. Floor: 2 RegisterTargets per Service at ${reg.refillPerSecond}/s = ${s(floorMs)}.`,
+    '',
+    table(
+      ['figure', 'goal', 'measured', 'ratio to floor', 'today', 'ratio to today', 'goal met'],
+      [
+        [
+          'last NLB has the node',
+          `≤ 1.05 × floor (${s(1.05 * floorMs)})`,
+          s(ours.maxMs),
+          ratio(ours.maxMs, floorMs),
+          s(today.maxMs),
+          ratio(ours.maxMs, today.maxMs),
+          met(ours.maxMs <= 1.05 * floorMs),
+        ],
+        [
+          'throttled ELBv2 attempts',
+          '≤ 5 %',
+          `${round(pct(ours), 1)} % (${ours.throttledAttempts} of ${ours.elbv2Attempts})`,
+          '—',
+          `${round(pct(today), 1)} % (${today.throttledAttempts} of ${today.elbv2Attempts})`,
+          ratio(pct(ours), pct(today)),
+          met(pct(ours) <= 5),
+        ],
+        [
+          'syncs requeued by the budget (not failures)',
+          '—',
+          ours.budgetRequeues,
+          '—',
+          '—',
+          '—',
+          '—',
+        ],
+        ['syncs backed off (failures)', '—', ours.syncRetries, '—', today.syncRetries, '—', '—'],
+        [
+          'budget item writes (1 WRU each; refused conditions included)',
+          '—',
+          `${ours.budgetWrites} (${ours.budgetRefused} refused)`,
+          '—',
+          0,
+          '—',
+          '—',
+        ],
+      ],
+    ),
+    '',
+    `One node removed and one added at once on ${swap.withBudget.services} Services (each host update deregisters one instance and registers one in each of 2 target groups: 4 calls, floor ${s(swapFloorMs)}). Goal: removals done first.`,
+    '',
+    table(
+      [
+        'limiter',
+        'last removal done',
+        'last addition done',
+        'removal p50',
+        'addition p50',
+        'throttled',
+        'last removal ahead of last addition by',
+      ],
+      [swap.withBudget, swap.perProcess].map((r) => [
+        r.budget ? 'shared budget' : 'per-process (today)',
+        s(r.lastRemovalMs),
+        s(r.lastAdditionMs),
+        s(r.removalP50Ms),
+        s(r.additionP50Ms),
+        `${round(pct(r), 1)} %`,
+        s(r.lastAdditionMs - r.lastRemovalMs),
+      ]),
+    ),
   ].join('\n');
 }
 
@@ -331,6 +486,7 @@ function bundleGoalsSection(b: BundlesResult): string[] {
   const verdict = (ok: boolean) => (ok ? 'met' : '**not met**');
   const ratio = (value: number, to: number) => (to > 0 ? `${round(value / to, 2)}×` : '—');
   const floorMs = b.floor?.importMs;
+  const pair = b.todayPair;
   const row = (sdk: 'bundled' | 'external', f: BundleResult) => {
     const today = f.name === 'empty handler' ? undefined : bundleToday[f.name][sdk];
     return [
@@ -343,12 +499,15 @@ function bundleGoalsSection(b: BundlesResult): string[] {
       round(f.importMs, 0),
       verdict(f.importMs <= bundleGoals.maxImportMs),
       today === undefined ? '—' : ratio(f.importMs, today.importMs),
+      pair === undefined || sdk === 'external' || f.name !== 'service-sync'
+        ? '—'
+        : ratio(pair.currentMs, pair.todayMs),
       floorMs === undefined ? '—' : ratio(f.importMs, floorMs),
     ];
   };
   return [
     '',
-    `Goals of issue 21 (cold start): ≤ ${bundleGoals.maxKiB} KiB and import ≤ ${bundleGoals.maxImportMs} ms per bundle. The size is what an import loads (index.mjs and the chunks it imports statically: the same for every message kind; the chunks read on demand are not counted). *Of today* is the ratio to the figures before splitting and the schema rewrite (bench/results/latest.md at commit 8cfd77f, one file per function: service-sync 1,473 KiB and 351 ms with the SDK bundled); *of floor* is the ratio to the floor: for size, our own code among the loaded bytes (what would be left if every dependency cost nothing); for import, an ES module with an empty handler imported the same way in this run${floorMs === undefined ? '' : ` (${round(floorMs, 0)} ms)`}. Import times depend on the machine's load: compare rows of one run. *SDK external* leaves \`@aws-sdk/*\` to the runtime (not deployed so): its import then loads the SDK from node_modules. Before issue 21: ${bundleBaseline.label}, ${bundleBaseline.kib.toLocaleString('en-US')} KiB and ${bundleBaseline.importMs} ms.`,
+    `Goals of issue 21 (cold start): ≤ ${bundleGoals.maxKiB} KiB and import ≤ ${bundleGoals.maxImportMs} ms per bundle. The size is what an import loads (index.mjs and the chunks it imports statically: the same for every message kind; the chunks read on demand are not counted). *Of today* is the ratio to the figures before splitting and the schema rewrite (bench/results/latest.md at commit 8cfd77f, one file per function: service-sync 1,473 KiB and 351 ms with the SDK bundled); *of floor* is the ratio to the floor: for size, our own code among the loaded bytes (what would be left if every dependency cost nothing); for import, an ES module with an empty handler imported the same way in this run${floorMs === undefined ? '' : ` (${round(floorMs, 0)} ms)`}. Import times depend on the machine's load, so *of today, this run* compares service-sync with the same function built as it was then (one file, SDK schemas as published), the two imported turn about in this run${pair === undefined ? '' : ` (${round(pair.currentMs, 0)} ms against ${round(pair.todayMs, 0)} ms for ${kib(pair.todayBytes).toLocaleString('en-US')} KiB)`}. *SDK external* leaves \`@aws-sdk/*\` to the runtime (not deployed so): its import then loads the SDK from node_modules. Before issue 21: ${bundleBaseline.label}, ${bundleBaseline.kib.toLocaleString('en-US')} KiB and ${bundleBaseline.importMs} ms.`,
     '',
     table(
       [
@@ -361,6 +520,7 @@ function bundleGoalsSection(b: BundlesResult): string[] {
         'import (ms)',
         'import goal',
         'of today',
+        'of today, this run',
         'of floor',
       ],
       [
@@ -453,7 +613,7 @@ function costSection(c: CostResult, t: ThroughputResult | undefined): string {
 function costGoalsSection(c: CostResult): string[] {
   if (c.goals.length === 0) return [];
   return [
-    `Goal (issue 21): each figure at most half of today's, today being release 0.1's state layout. The ${floorDefinition}.`,
+    `Goal (issue 21): each figure at most half of today's, today being release 0.1's state layout. The ${floorDefinition}. Lambda compute, billed on moto's durations, moves with this machine's load: across runs, compare the WRU column and the scaled totals.`,
     '',
     table(
       ['per Service event', 'today', 'goal', 'now', 'met', 'now ÷ today', 'now ÷ floor', 'floor'],
@@ -508,6 +668,7 @@ function forJson(results: BenchResults): unknown {
         : {
             ...p,
             ours: p.ours.map(run),
+            oursSharedQueue: p.oursSharedQueue?.map(run),
             oursLowBudget: p.oursLowBudget.map(run),
             seed: p.seed.map(seed),
           },

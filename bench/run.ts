@@ -31,7 +31,9 @@ const sizes = {
 
 const onlyAt = process.argv.indexOf('--only');
 const only =
-  onlyAt < 0 ? undefined : new Set((process.argv[onlyAt + 1] ?? '').split(',').map((s) => s.trim()));
+  onlyAt < 0
+    ? undefined
+    : new Set((process.argv[onlyAt + 1] ?? '').split(',').map((s) => s.trim()));
 
 let moto: MotoServer | undefined;
 const stopMoto = async () => {

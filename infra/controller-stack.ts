@@ -3,11 +3,7 @@ import type { Construct } from 'constructs';
 import { ServiceController } from './service-controller';
 import type { ControllerSettings } from './settings';
 
-export {
-  controllerGroup,
-  forwarderNamespace,
-  forwarderServiceAccount,
-} from './service-controller';
+export { controllerGroup, forwarderNamespace, forwarderServiceAccount } from './service-controller';
 
 export interface ControllerStackProps extends StackProps {
   readonly settings: ControllerSettings;

@@ -74,5 +74,6 @@ export function validatedConstructSettings(raw: Record<string, unknown>): Contro
     }
   }
   const settings = validatedSettings(checked, 'invalid ServiceController settings');
-  return { ...settings, ...Object.fromEntries(deployTime) } as ControllerSettings;
+  // Each deploy-time value took its stand-in's place in the check; it goes back in unchanged.
+  return { ...settings, ...Object.fromEntries(deployTime) };
 }

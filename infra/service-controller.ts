@@ -157,8 +157,8 @@ export class ServiceController extends Construct {
       deletionProtection: true,
     });
 
-    // Only the VPC's ID is needed (security groups, function placement): no lookup, so the
-    // stack synthesises offline.
+    // Only the VPC's ID is needed (security groups, function placement): the cluster's VPC when
+    // one is given, else one imported by ID without a lookup, so the stack synthesises offline.
     const vpc =
       props.cluster !== undefined && props.vpcId === undefined
         ? props.cluster.vpc
@@ -412,7 +412,8 @@ export class ServiceController extends Construct {
 
   /**
    * The bus lifecycle events go to, if any: the account's default bus or one of our own. Its name
-   * is returned as a literal, so the functions' configuration stays plain JSON.
+   * is returned as a literal (a token only when the cluster name is one), so the functions'
+   * configuration stays plain JSON.
    */
   private lifecycleEventBus(
     settings: ControllerSettings,
@@ -564,7 +565,11 @@ export class ServiceController extends Construct {
       },
       policy: AwsCustomResourcePolicy.fromSdkCalls({
         resources: [
-          Stack.of(this).formatArn({ service: 'eks', resource: 'cluster', resourceName: clusterName }),
+          Stack.of(this).formatArn({
+            service: 'eks',
+            resource: 'cluster',
+            resourceName: clusterName,
+          }),
         ],
       }),
       installLatestAwsSdk: false,

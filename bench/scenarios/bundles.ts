@@ -90,6 +90,13 @@ export interface BundlesResult {
   readonly withSourceMaps: BundleResult;
   /** An ES module exporting an empty handler, imported the same way: the import floor. */
   readonly floor?: BundleResult | undefined;
+  /**
+   * service-sync as deployed and as built before this work (one file, SDK schemas as published),
+   * imported alternately in this run, so that the machine's load weighs on both alike.
+   */
+  readonly todayPair?:
+    | { readonly currentMs: number; readonly todayMs: number; readonly todayBytes: number }
+    | undefined;
 }
 
 const outRoot = 'node_modules/.cache/serverless-service-controller-bench/bundles';
@@ -195,7 +202,8 @@ async function measureOne(
 ): Promise<BundleResult> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const entry = name === 'empty handler' ? writeEmptyHandler(dir) : join('functions', name, 'handler.ts');
+  const entry =
+    name === 'empty handler' ? writeEmptyHandler(dir) : join('functions', name, 'handler.ts');
   const { metafile } = await build({
     ...esbuildOptionsFor(entry, dir),
     ...(variant.sourceMap ? { sourcemap: true } : {}),
@@ -206,7 +214,8 @@ async function measureOne(
   const outfile = join(dir, 'index.mjs');
   const code = Object.keys(metafile.outputs).filter((file) => file.endsWith('.mjs'));
   const loaded = loadedAtImport(metafile.outputs, relative(process.cwd(), outfile));
-  const bytesOf = (files: string[]) => files.reduce((total, file) => total + statSync(file).size, 0);
+  const bytesOf = (files: string[]) =>
+    files.reduce((total, file) => total + statSync(file).size, 0);
   const ownCodeBytes = loaded
     .flatMap((file) => Object.entries(metafile.outputs[file]?.inputs ?? {}))
     .filter(([input]) => input.startsWith('functions/'))
@@ -249,6 +258,35 @@ function writeEmptyHandler(dir: string): string {
   return file;
 }
 
+/** service-sync built as at commit 8cfd77f and the deployed build, imported turn about. */
+async function againstToday(
+  current: string,
+  runs: number,
+): Promise<NonNullable<BundlesResult['todayPair']>> {
+  const dir = join(outRoot, 'as-today');
+  rmSync(dir, { recursive: true, force: true });
+  await build({
+    ...esbuildOptionsFor(join('functions', 'service-sync', 'handler.ts'), dir),
+    // Today's build: one file, the SDK's schema modules as published.
+    splitting: false,
+    plugins: [],
+    logLevel: 'error',
+  });
+  const today = join(dir, 'index.mjs');
+  await runProbe(today, false, []);
+  const currentMs: number[] = [];
+  const todayMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    currentMs.push((await runProbe(current, false, [])).importMs);
+    todayMs.push((await runProbe(today, false, [])).importMs);
+  }
+  return {
+    currentMs: median(currentMs),
+    todayMs: median(todayMs),
+    todayBytes: statSync(today).size,
+  };
+}
+
 export async function measureBundles(runs = 5): Promise<BundlesResult> {
   const functions: BundleResult[] = [];
   for (const name of lambdaFunctions) {
@@ -274,6 +312,7 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     sourceMap: false,
     nodeFlags: [],
   });
+  const todayPair = await againstToday(join(outRoot, 'service-sync', 'index.mjs'), runs);
   const esbuildVersion = (
     JSON.parse(readFileSync('node_modules/esbuild/package.json', 'utf8')) as { version: string }
   ).version;
@@ -286,5 +325,6 @@ export async function measureBundles(runs = 5): Promise<BundlesResult> {
     withoutSdk,
     withSourceMaps,
     floor,
+    todayPair,
   };
 }

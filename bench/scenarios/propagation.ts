@@ -21,6 +21,7 @@ import { toProviderState } from '../../functions/aws/nlb-state';
 import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
 import { parseConfig } from '../../functions/config';
 import { eventSourceMaxConcurrency } from '../../functions/runtime/capacity';
+import { processNodeBatch } from '../../functions/runtime/node-messages';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import { makeNode, makeService } from '../../test/support/core-objects';
@@ -126,6 +127,26 @@ export interface PropagationResult {
   readonly ours: OursRun[];
   readonly oursLowBudget: OursRun[];
   readonly seed: SeedRun[];
+  /**
+   * The shared registration budget against the per-process limiters it replaced (same run): one
+   * node added on the largest count, and one node removed plus one added on it.
+   */
+  /**
+   * Release 0.1's layout in the same run: node messages on the work queue, every host update
+   * through it (issue 21 items 1 and 2 compare against it).
+   */
+  readonly oursSharedQueue?: OursRun[] | undefined;
+  /** A node change 5 s into a 1,000-Service burst, with the node queue and without. */
+  readonly nodeDuringBurst?:
+    | { readonly nodeQueue: NodeDuringBurstRun; readonly sharedQueue: NodeDuringBurstRun }
+    | undefined;
+  readonly registrationBudget?:
+    | {
+        readonly withBudget: OursRun;
+        readonly perProcess: OursRun;
+        readonly swap: { readonly withBudget: SwapRun; readonly perProcess: SwapRun };
+      }
+    | undefined;
   /** One quiet Service behind a 500-Service burst in another namespace, with and without fair queues. */
   readonly namespaceBurst?: { readonly fair: BurstRun; readonly unfair: BurstRun } | undefined;
 }
@@ -180,6 +201,12 @@ function ourWorld(
     fairQueue: boolean;
     /** The shared registration budget (the controller's default); undefined: none. */
     budget?: RegistrationBudgetSpec | undefined;
+    /**
+     * Node messages on their own queue, consumed by the node-sync function, which runs small
+     * fan-outs' host updates itself (default); false: release 0.1, one queue for everything and
+     * every host update through it.
+     */
+    nodeQueue?: boolean;
   },
 ) {
   const model = propagationModel;
@@ -189,6 +216,10 @@ function ourWorld(
   const queue = new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, {
     fair: options.fairQueue,
   });
+  const separateNodeQueue = options.nodeQueue !== false;
+  const nodeQueue = separateNodeQueue
+    ? new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, { fair: false })
+    : queue;
   const table = new FakeStateTable(clock, model.latencyMs);
   const budgetItem = new FakeTatItem(clock, model.latencyMs);
   const log = new CallLog();
@@ -200,6 +231,9 @@ function ourWorld(
     region: 'us-east-1',
     claimClassless: true,
     queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/work',
+    ...(separateNodeQueue
+      ? { nodeQueueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/nodes' }
+      : { directHostUpdates: 0 }),
     tableName: 'state',
     elbv2CallsPerSecond: options.elbv2CallsPerSecond,
     aws: { vpcId: 'vpc-0be0c0000000000000' },
@@ -271,7 +305,7 @@ function ourWorld(
   const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
   const metrics = new CountingMetrics();
   const clients: FakeAwsClients[] = [];
-  const runtimes: RuntimeContext[] = Array.from({ length: concurrency }, (_, w) => {
+  const makeRuntime = (w: number): RuntimeContext => {
     const aws = new FakeAwsClients(
       account,
       clock,
@@ -300,13 +334,24 @@ function ourWorld(
       provider,
       store: table.asStore(),
       queue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
-      nodeQueue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
-      separateNodeQueue: false,
+      nodeQueue: new SqsWorkQueue(nodeQueue.asSqsClient(), config.nodeQueueUrl ?? config.queueUrl),
+      separateNodeQueue,
       log: quietLog,
       metrics,
       newOwner: () => `w${w}-${++passes}`,
     };
-  });
+  };
+  const runtimes = Array.from({ length: concurrency }, (_, w) => makeRuntime(w));
+  // The node-sync function: its event source mapping's smallest maximum concurrency, 2.
+  const nodeRuntimes = separateNodeQueue
+    ? Array.from({ length: 2 }, (_, w) => makeRuntime(concurrency + w))
+    : [];
+  const nodeEsm: EsmOptions = {
+    concurrency: nodeRuntimes.length,
+    batchSize: model.batchSize,
+    batchingWindowMs: 0,
+    invokeMs: model.invokeMs,
+  };
   const esm: EsmOptions = {
     concurrency,
     batchSize: model.batchSize,
@@ -317,6 +362,9 @@ function ourWorld(
     clock,
     account,
     queue,
+    nodeQueue,
+    nodeRuntimes,
+    nodeEsm,
     table,
     budgetItem,
     kube,
@@ -341,6 +389,8 @@ export async function simulateOurs(
   services: number,
   elbv2CallsPerSecond: number = propagationModel.elbv2CallsPerSecond,
   budget: RegistrationBudgetSpec | null = defaultRegistrationBudget,
+  /** false: node messages share the work queue and every host update goes through it (0.1). */
+  nodeQueue = true,
 ): Promise<OursRun> {
   const model = propagationModel;
   const started = performance.now();
@@ -351,19 +401,28 @@ export async function simulateOurs(
       seed: services * 7919 + elbv2CallsPerSecond,
       fairQueue: true,
       budget: budget ?? undefined,
+      nodeQueue,
     },
   );
   const { clock, account, queue, table, kube, completions } = world;
   let stopped = false;
   const main = (async () => {
     const stats = runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    const nodeStats = runEventSourceMapping(
+      world.nodeQueue,
+      clock,
+      world.nodeRuntimes,
+      world.nodeEsm,
+      () => stopped,
+      processNodeBatch,
+    );
     // The node joins: the forwarder sees the watch event and sends one `node` message.
     kube.nodes = [...kube.nodes, world.added];
     await clock.sleep(model.watchMs);
-    await queue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'node added' }]);
+    await world.nodeQueue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'node added' }]);
     await world.done;
     stopped = true;
-    return stats;
+    return { invocations: stats.invocations + nodeStats.invocations, busyMs: stats.busyMs };
   })();
   const stats = await clock.run(main, 6 * 3600_000);
   const times = [...completions.values()].sort((a, b) => a - b);
@@ -478,6 +537,97 @@ export async function simulateNamespaceBurst(options: {
   };
 }
 
+export interface NodeDuringBurstRun {
+  readonly nodeQueue: boolean;
+  readonly burstServices: number;
+  /** From the node change to node sync having stored the new host set. */
+  readonly nodeSyncMs: number;
+  /** From the node change to the quiet Service's NLB having the node. */
+  readonly quietMs: number;
+  /** From the node change to the last NLB having the node. */
+  readonly lastMs: number;
+  readonly wallMs: number;
+}
+
+/**
+ * A node change during a burst (issue 21 item 1): `burstServices` Services each need a host update
+ * (two RegisterTargets, on the account's registration bucket) when, 5 s in, a node joins. With the
+ * node queue the node-sync pass runs at once; on a shared queue its message waits for a poller
+ * that the burst keeps busy. The burst stands in for creates: the bench's fake ELBv2 serves only
+ * the calls a host update makes, and a create costs more, so a real create burst holds a shared
+ * queue longer still.
+ */
+export async function simulateNodeChangeDuringBurst(options: {
+  readonly nodeQueue: boolean;
+  readonly burstServices?: number;
+}): Promise<NodeDuringBurstRun> {
+  const started = performance.now();
+  const model = propagationModel;
+  const burstServices = options.burstServices ?? 1000;
+  const services: SimService[] = [
+    ...Array.from({ length: burstServices }, (_, i) => ({
+      namespace: `burst-${i % 20}`,
+      name: `svc-${i}`,
+    })),
+    { namespace: 'quiet', name: 'web' },
+  ];
+  const world = ourWorld(services, {
+    elbv2CallsPerSecond: model.elbv2CallsPerSecond,
+    seed: burstServices * 7919 + 5,
+    fairQueue: true,
+    budget: defaultRegistrationBudget,
+    nodeQueue: options.nodeQueue,
+  });
+  const { clock, queue, table, kube, completions } = world;
+  // The burst's own work: every Service lacks a node that node sync has already stored.
+  const burstNode = nodeFor(model.initialNodes + 2);
+  kube.nodes = [...kube.nodes, burstNode];
+  table.seedEligibleHosts(planNodeSync(kube.nodes, 'stable', undefined, []).eligible);
+  const before = table.eligibleHash;
+  let changedAt = Number.NaN;
+  let nodeSyncAt = Number.NaN;
+  let stopped = false;
+  const main = (async () => {
+    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    runEventSourceMapping(
+      world.nodeQueue,
+      clock,
+      world.nodeRuntimes,
+      world.nodeEsm,
+      () => stopped,
+      processNodeBatch,
+    );
+    const burst = (async () => {
+      for (let i = 0; i < burstServices; i += 10) {
+        const keys = services.slice(i, Math.min(i + 10, burstServices));
+        await queue.sendFromForwarder(
+          keys.map((s) => ({ v: 1, kind: 'hosts', key: `${s.namespace}/${s.name}` })),
+        );
+      }
+    })();
+    await clock.sleep(5_000);
+    kube.nodes = [...kube.nodes, world.added];
+    changedAt = clock.ms;
+    await clock.sleep(model.watchMs);
+    await world.nodeQueue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'node added' }]);
+    while (table.eligibleHash === before) await clock.sleep(10);
+    nodeSyncAt = clock.ms;
+    await burst;
+    await world.done;
+    stopped = true;
+  })();
+  await clock.run(main, 6 * 3600_000);
+  const times = [...completions.values()].sort((a, b) => a - b);
+  return {
+    nodeQueue: options.nodeQueue,
+    burstServices,
+    nodeSyncMs: nodeSyncAt - changedAt,
+    quietMs: (completions.get('quiet/web') ?? Number.NaN) - changedAt,
+    lastMs: (times.at(-1) ?? Number.NaN) - changedAt,
+    wallMs: performance.now() - started,
+  };
+}
+
 export interface SwapRun {
   readonly services: number;
   readonly budget?: RegistrationBudgetSpec | undefined;
@@ -528,9 +678,17 @@ export async function simulateSwap(
   let stopped = false;
   const main = (async () => {
     runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    runEventSourceMapping(
+      world.nodeQueue,
+      clock,
+      world.nodeRuntimes,
+      world.nodeEsm,
+      () => stopped,
+      processNodeBatch,
+    );
     kube.nodes = [...kube.nodes.filter((n) => n !== removed), world.added];
     await clock.sleep(model.watchMs);
-    await queue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'nodes changed' }]);
+    await world.nodeQueue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'nodes changed' }]);
     await world.done;
     stopped = true;
   })();
@@ -586,23 +744,43 @@ export async function propagation(
   counts: readonly number[] = [1, 100, 1000],
 ): Promise<PropagationResult> {
   const ours: OursRun[] = [];
+  const oursSharedQueue: OursRun[] = [];
   const oursLowBudget: OursRun[] = [];
   const seed: SeedRun[] = [];
   for (const n of counts) {
     ours.push(await simulateOurs(n));
+    oursSharedQueue.push(
+      await simulateOurs(n, propagationModel.elbv2CallsPerSecond, defaultRegistrationBudget, false),
+    );
     oursLowBudget.push(await simulateOurs(n, 4));
     seed.push(await simulateSeed(n));
   }
+  const largest = counts.at(-1) ?? 1000;
+  const registrationBudget = {
+    withBudget: ours.at(-1)!,
+    perProcess: await simulateOurs(largest, propagationModel.elbv2CallsPerSecond, null),
+    swap: {
+      withBudget: await simulateSwap(largest),
+      perProcess: await simulateSwap(largest, null),
+    },
+  };
   const namespaceBurst = {
     fair: await simulateNamespaceBurst({ fair: true }),
     unfair: await simulateNamespaceBurst({ fair: false }),
+  };
+  const nodeDuringBurst = {
+    nodeQueue: await simulateNodeChangeDuringBurst({ nodeQueue: true }),
+    sharedQueue: await simulateNodeChangeDuringBurst({ nodeQueue: false }),
   };
   return {
     model: propagationModel,
     rateLimits: awsRateLimits,
     ours,
+    oursSharedQueue,
+    nodeDuringBurst,
     oursLowBudget,
     seed,
+    registrationBudget,
     namespaceBurst,
   };
 }

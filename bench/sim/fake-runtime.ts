@@ -12,7 +12,11 @@ import type { ServiceKey } from '../../functions/core/keys';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import { messageGroupOf } from '../../functions/aws/work-message-group';
-import { processWorkBatch, type QueueRecord } from '../../functions/runtime/process-work';
+import {
+  processWorkBatch,
+  type BatchResult,
+  type QueueRecord,
+} from '../../functions/runtime/process-work';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
 import type { VirtualClock } from './virtual-clock';
 
@@ -318,6 +322,11 @@ export class FakeStateTable {
     this.items.set(`svc#${record.key}`, { pk: `svc#${record.key}`, rec: structuredClone(record) });
   }
 
+  /** The stored eligible host set's hash, read without a simulated call (for measurements). */
+  get eligibleHash(): string | undefined {
+    return this.eligible?.hash;
+  }
+
   seedEligibleHosts(hosts: EligibleHosts): void {
     this.eligible = structuredClone(hosts);
   }
@@ -529,6 +538,11 @@ export function runEventSourceMapping(
   runtimes: readonly RuntimeContext[],
   options: EsmOptions,
   stopped: () => boolean,
+  /** The function's batch handler: the work queue's by default, processNodeBatch for the node queue. */
+  handler: (
+    records: readonly QueueRecord[],
+    runtime: RuntimeContext,
+  ) => Promise<BatchResult> = processWorkBatch,
 ): EsmStats {
   const stats: EsmStats = { invocations: 0, busyMs: 0 };
   for (const runtime of runtimes.slice(0, options.concurrency)) {
@@ -542,7 +556,7 @@ export function runEventSourceMapping(
         const started = clock.ms;
         await clock.sleep(options.invokeMs);
         stats.invocations++;
-        const result = await processWorkBatch(records, runtime);
+        const result = await handler(records, runtime);
         stats.busyMs += clock.ms - started;
         const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
         await queue.delete(records.filter((r) => !failed.has(r.messageId)));

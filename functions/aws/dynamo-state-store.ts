@@ -33,7 +33,7 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
  *
  * Why a Service's lease has an item of its own: DynamoDB bills a write by the larger of the item
- * before and after, per started KB. The record is a few KB, the lease item about 200 bytes, so
+ * before and after, per started KB. The record is a few KB, the lease item under 200 bytes, so
  * taking, extending and releasing the lease and marking it dirty cost 1 write unit each instead
  * of 3 or more.
  *

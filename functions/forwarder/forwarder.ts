@@ -12,8 +12,8 @@ import type { Node, Service } from '../core/objects';
 import type { WorkMessage } from '../runtime/messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
+import { KubeApiClient } from '../kube/kube-api-client';
 import type { KubeConnection } from './in-cluster';
-import { KubeHttp } from './kube-http';
 import { streamListPage } from './list-stream';
 import { ResourceWatch } from './resource-watch';
 
@@ -47,7 +47,7 @@ export class Forwarder {
   readonly services: ResourceWatch<V1Service, Service>;
   readonly nodes: ResourceWatch<V1Node, Node>;
   filtered = 0;
-  private readonly http: KubeHttp;
+  private readonly http: KubeApiClient;
   private server: Server | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   /** Send failures already reported by a heartbeat that reached the queue. */
@@ -59,7 +59,7 @@ export class Forwarder {
     const sleep =
       options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const log = options.log ?? (() => undefined);
-    const http = (this.http = new KubeHttp(options.kubeConfig));
+    const http = (this.http = new KubeApiClient(options.kubeConfig));
     this.heartbeatMs = (options.heartbeatSeconds ?? 60) * 1000;
     this.unhealthyAfterMs = (options.unhealthyAfterSeconds ?? 300) * 1000;
     this.publisher = new Publisher(options.send, {

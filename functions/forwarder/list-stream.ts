@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { KubeHttp } from './kube-http';
+import type { KubeApiClient } from '../kube/kube-api-client';
 
 /** What a list page says besides its items. */
 export interface ListPageMetadata {
@@ -131,13 +131,13 @@ export class ListScanner {
  * resourceVersion and continue token.
  */
 export async function streamListPage<T>(
-  http: KubeHttp,
+  http: KubeApiClient,
   path: string,
   limit: number,
   continueToken: string | undefined,
   onItem: (item: T) => Promise<void> | void,
 ): Promise<ListPageMetadata> {
-  const response: IncomingMessage = await http.get(path, {
+  const response: IncomingMessage = await http.stream(path, {
     limit: String(limit),
     continue: continueToken,
   });

@@ -1,5 +1,6 @@
-import { KubeHttpError, readWatchStream, type KubeHttp } from './kube-http';
+import { KubeApiError, type KubeApiClient } from '../kube/kube-api-client';
 import { streamListPage, type ListPageMetadata } from './list-stream';
+import { readWatchStream } from './watch-stream';
 
 export interface ListPage<T> {
   readonly items: T[];
@@ -14,7 +15,7 @@ export interface ListPage<T> {
  * every Kubernetes kind into the forwarder (about 80 MiB of resident memory), for two list calls.
  */
 export async function listPage<T>(
-  http: KubeHttp,
+  http: KubeApiClient,
   path: string,
   limit: number,
   continueToken: string | undefined,
@@ -27,7 +28,7 @@ export async function listPage<T>(
 }
 
 export interface ResourceWatchOptions<T, F> {
-  readonly http: KubeHttp;
+  readonly http: KubeApiClient;
   /** Watch path, e.g. `/api/v1/services`. */
   readonly path: string;
   /**
@@ -156,7 +157,7 @@ export class ResourceWatch<T extends WatchObject, F> {
     if (!this.running) abort.abort();
     const deadline = setTimeout(() => abort.abort(), (timeoutSeconds + 60) * 1000);
     try {
-      const response = await this.options.http.get(
+      const response = await this.options.http.stream(
         this.options.path,
         {
           watch: 'true',
@@ -168,7 +169,7 @@ export class ResourceWatch<T extends WatchObject, F> {
       );
       await readWatchStream(response, (type, object) => this.handle(type, object as T));
     } catch (error) {
-      if (error instanceof KubeHttpError && error.statusCode === 410) {
+      if (error instanceof KubeApiError && error.code === 410) {
         this.resourceVersion = '';
       } else if (!abort.signal.aborted) {
         throw error;

@@ -31,21 +31,56 @@ export interface KubeRequest {
 }
 
 /**
- * JSON requests to the API server over Node's own HTTP stack, authenticated by the connection
- * (kubeconfig, EKS token, or the Pod's ServiceAccount). This replaces @kubernetes/client-node in
- * the Lambda bundles: that library and the undici fetch stack under it were half of each bundle
- * and most of its import time, for the eight calls the controller makes.
+ * Requests to the API server over Node's own HTTP stack, authenticated by the connection
+ * (kubeconfig, EKS token, or the Pod's ServiceAccount): whole JSON answers for the functions, and
+ * bodies read as they arrive for the forwarder's list pages and watches. This replaces
+ * @kubernetes/client-node: that library and the undici fetch stack under it were half of each
+ * Lambda bundle and most of its import time, and undici's WebAssembly HTTP parser cost the
+ * forwarder more resident memory than everything it keeps; Node's built-in parser is native.
  */
 export class KubeApiClient {
   private agent: { readonly key: string; readonly agent: http.Agent } | undefined;
 
   constructor(
     private readonly connection: KubeConnection,
-    /** Idle time on the socket before a request is abandoned (a retryable error). */
+    /** Idle time on the socket before a `request` is abandoned (a retryable error). */
     private readonly timeoutMs = 30_000,
   ) {}
 
   async request<T>(request: KubeRequest): Promise<T> {
+    const response = await this.send(request, { idleTimeoutMs: this.timeoutMs });
+    const text = await readBody(response);
+    const status = response.statusCode ?? 0;
+    if (isSuccess(status)) return (text === '' ? {} : JSON.parse(text)) as T;
+    throw new KubeApiError(
+      status,
+      text,
+      `${request.method} ${request.path}: ${status} ${text.slice(0, 500)}`,
+    );
+  }
+
+  /**
+   * Starts a GET and resolves with the response, its body unread, once the status is a success;
+   * otherwise rejects with KubeApiError (410 Gone drives a watch's re-list). The caller reads the
+   * body as it arrives, so a list page is never held whole. No idle timeout: a watch is silent
+   * between events, so the caller bounds it through `signal`.
+   */
+  async stream(
+    path: string,
+    query: Readonly<Record<string, string | undefined>>,
+    signal?: AbortSignal,
+  ): Promise<IncomingMessage> {
+    const response = await this.send({ method: 'GET', path, query }, { signal });
+    const status = response.statusCode ?? 0;
+    if (isSuccess(status)) return response;
+    const text = await readBody(response).catch(() => '');
+    throw new KubeApiError(status, text, `GET ${path}: ${status} ${text.slice(0, 500)}`);
+  }
+
+  private async send(
+    request: KubeRequest,
+    limits: { readonly idleTimeoutMs?: number; readonly signal?: AbortSignal | undefined },
+  ): Promise<IncomingMessage> {
     const server = this.connection.getCurrentCluster()?.server;
     if (server === undefined) throw new Error('the kubeconfig has no current cluster');
     const url = new URL(server.replace(/\/$/, '') + request.path);
@@ -64,30 +99,25 @@ export class KubeApiClient {
               'Content-Length': Buffer.byteLength(payload),
             }),
       },
+      ...(limits.signal ? { signal: limits.signal } : {}),
     };
     // Applied on every request: tokens rotate (EKS re-mints, projected tokens are rewritten).
     await this.connection.applyToHTTPSOptions(options);
     options.agent = this.reuseAgent(options);
     const transport = url.protocol === 'https:' ? https : http;
-    let outgoing: http.ClientRequest | undefined;
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      outgoing = transport.request(url, options, resolve);
+    const idleTimeoutMs = limits.idleTimeoutMs;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = transport.request(url, options, resolve);
       outgoing.on('error', reject);
-      // A kept-alive socket can be dead after a Lambda freeze: give up, and let the retry take
-      // a fresh one, instead of waiting for the function's own timeout.
-      outgoing.setTimeout(this.timeoutMs, () =>
-        outgoing?.destroy(new Error(`no answer within ${this.timeoutMs} ms`)),
-      );
+      if (idleTimeoutMs !== undefined) {
+        // A kept-alive socket can be dead after a Lambda freeze: give up, and let the retry take
+        // a fresh one, instead of waiting for the function's own timeout.
+        outgoing.setTimeout(idleTimeoutMs, () =>
+          outgoing.destroy(new Error(`no answer within ${idleTimeoutMs} ms`)),
+        );
+      }
       outgoing.end(payload);
     });
-    const text = await readBody(response);
-    const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return (text === '' ? {} : JSON.parse(text)) as T;
-    throw new KubeApiError(
-      status,
-      text,
-      `${request.method} ${request.path}: ${status} ${text.slice(0, 500)}`,
-    );
   }
 
   /**
@@ -111,6 +141,10 @@ export class KubeApiClient {
     this.agent?.agent.destroy();
     this.agent = undefined;
   }
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 async function readBody(response: IncomingMessage): Promise<string> {

@@ -89,7 +89,8 @@ describe('CDK app (infra/)', () => {
       expect(code).toContain('"DynamoDBClient"');
       expect(code).toContain('"createRuntime"');
     }
-  }, 120_000);
+    // Each function is bundled twice (CDK's esbuild step, then ours): slow on a loaded machine.
+  }, 240_000);
 
   it('synthesises for a concrete account and Region too, as cdk deploy does', () => {
     const app = new App({
@@ -98,7 +99,7 @@ describe('CDK app (infra/)', () => {
     });
     createApp(app, { account: '123456789012', region: 'eu-west-1' });
     expect(() => app.synth()).not.toThrow();
-  });
+  }, 60_000);
 
   it('fails synth on a wildcard nobody acknowledged, so the checks are really on', () => {
     const app = new App({
@@ -378,9 +379,9 @@ describe('CDK app (infra/)', () => {
       ]);
       const withPolicy = synth({ kubernetesSecretArn: secret }).template;
       const policy = resource(withPolicy, 'AWS::IAM::ManagedPolicy', 'ForwarderSendPolicy');
-      expect(
-        (policy.Properties.PolicyDocument as { Statement: unknown[] }).Statement,
-      ).toEqual([{ Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queues(withPolicy) }]);
+      expect((policy.Properties.PolicyDocument as { Statement: unknown[] }).Statement).toEqual([
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queues(withPolicy) },
+      ]);
     });
 
     it('alarms when node messages wait longer than node sync explains, and graphs the node queue', () => {
@@ -394,9 +395,7 @@ describe('CDK app (infra/)', () => {
         // The timer's tick is delayed by the period (600 s), longer than the visibility timeout.
         Threshold: 660,
       });
-      expect(String(alarm.Properties.AlarmDescription)).toContain(
-        'docs/operations.md#nodebacklog',
-      );
+      expect(String(alarm.Properties.AlarmDescription)).toContain('docs/operations.md#nodebacklog');
       // With a short period, one failed delivery's visibility timeout (180 s) is what to outwait.
       const short = synth({ nodeSyncPeriodSeconds: '60' }).template;
       expect(

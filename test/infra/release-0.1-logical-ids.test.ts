@@ -22,7 +22,12 @@ const release01 = JSON.parse(
 function synth(context: Record<string, string>) {
   const app = new App({
     outdir: mkdtempSync(join(tmpdir(), 'cdk-')),
-    context: { clusterName: 'demo', vpcId: 'vpc-0123abcd', ...context, 'aws:cdk:bundling-stacks': [] },
+    context: {
+      clusterName: 'demo',
+      vpcId: 'vpc-0123abcd',
+      ...context,
+      'aws:cdk:bundling-stacks': [],
+    },
   });
   return Template.fromStack(createApp(app).stack).toJSON() as {
     Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
@@ -118,8 +118,8 @@ describe('ServiceController, the construct for stacks of your own', { timeout: 1
       .map((r) => (r as { Properties: { GroupId: Json; FromPort: number } }).Properties)
       .filter((r) => JSON.stringify(r.GroupId) === JSON.stringify(clusterGroup));
     expect(ingress.map((r) => r.FromPort).sort()).toEqual([10256, 30000, 30000]);
-    const backend = Object.entries(template.findResources('AWS::EC2::SecurityGroup')).find(
-      ([id]) => id.startsWith('LbBackendSecurityGroup'),
+    const backend = Object.entries(template.findResources('AWS::EC2::SecurityGroup')).find(([id]) =>
+      id.startsWith('LbBackendSecurityGroup'),
     )?.[1] as { Properties: { VpcId: Json } } | undefined;
     expect(backend?.Properties.VpcId).toEqual({ Ref: vpc });
     template.hasResourceProperties('AWS::EKS::AccessEntry', { ClusterName: { Ref: cluster } });
@@ -138,7 +138,9 @@ describe('ServiceController, the construct for stacks of your own', { timeout: 1
   });
 
   it('checks its props with the app’s rules, naming each problem, and lets deploy-time values through', () => {
-    expect(() => sampleApp({ nodeSyncPeriodSeconds: 30, defaultScheme: 'public' as never })).toThrow(
+    expect(() =>
+      sampleApp({ nodeSyncPeriodSeconds: 30, defaultScheme: 'public' as never }),
+    ).toThrow(
       /invalid ServiceController settings:[\s\S]*nodeSyncPeriodSeconds[\s\S]*defaultScheme/,
     );
     expect(() =>
@@ -163,9 +165,22 @@ describe('ServiceController, the construct for stacks of your own', { timeout: 1
     }
   });
 
+  it('is what the README installs first, before the standalone app', () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const install = readme.slice(
+      readme.indexOf('## Install on AWS'),
+      readme.indexOf('### Uninstall'),
+    );
+    const construct = install.indexOf("new ServiceController(this, 'Lb', { cluster");
+    expect(construct).toBeGreaterThan(-1);
+    expect(install.indexOf('npx cdk deploy -c clusterName=')).toBeGreaterThan(construct);
+  });
+
   it('has no unacknowledged cdk-nag finding of its own', () => {
     const { controller } = sampleApp();
     const violations = new AwsSolutionsChecks().validateScope(controller).violations;
-    expect(violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.resourceLogicalId)])).toEqual([]);
+    expect(
+      violations.map((v) => [v.ruleName, v.violatingResources.map((r) => r.resourceLogicalId)]),
+    ).toEqual([]);
   });
 });

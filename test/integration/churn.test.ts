@@ -238,7 +238,9 @@ describe('changes arriving during passes (S5 under churn)', () => {
     await new Promise((resolve) => setTimeout(resolve, world.config.backoffBaseSeconds * 1000));
     await drain(ctx);
     expect((await nlbTags()).v).toBe(`${passes}`);
-    expect(Number((await world.runtime.store.getItem('svclease#default/web'))?.failures ?? 0)).toBe(0);
+    expect(Number((await world.runtime.store.getItem('svclease#default/web'))?.failures ?? 0)).toBe(
+      0,
+    );
   });
 
   it('a failed pass comes back as the sync that failed, even when the batch’s first record was a host update', async () => {

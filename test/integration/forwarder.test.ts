@@ -17,7 +17,7 @@ import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { InClusterConnection } from '../../functions/forwarder/in-cluster';
-import { KubeHttp } from '../../functions/forwarder/kube-http';
+import { KubeApiClient } from '../../functions/kube/kube-api-client';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
@@ -236,6 +236,8 @@ describe('forwarder', () => {
 
   it('restarts a watch that fails with an error and keeps forwarding', async () => {
     await startForwarder();
+    // Ready means listed; on a loaded machine the two watches may not be open yet to be broken.
+    await vi.waitFor(() => expect(kube.openWatches).toBe(2));
     kube.resetWatches();
     await vi.waitFor(() =>
       expect(forwarder.services.restarts + forwarder.nodes.restarts).toBeGreaterThan(0),
@@ -379,7 +381,7 @@ describe('forwarder', () => {
         metadata: { name: `s-${i}` },
         spec: { ports: [{ port: 80 }] },
       });
-    const http = new KubeHttp(kube.kubeConfig({ as: rbac.forwarder }));
+    const http = new KubeApiClient(kube.kubeConfig({ as: rbac.forwarder }));
     const first = await listPage(http, '/api/v1/services', 100, undefined);
     const second = await listPage(http, '/api/v1/services', 100, first.metadata?._continue);
     const third = await listPage(http, '/api/v1/services', 100, second.metadata?._continue);

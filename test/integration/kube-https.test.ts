@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createPlainServer, type RequestListener } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,8 @@ import { RetryableError } from '../../functions/core/errors';
 import { kubernetesConnector } from '../../functions/kube/connect';
 import { kubeconfigFileConnection } from '../../functions/kube/kubeconfig';
 import { ClusterConnection } from '../../functions/kube/cluster-connection';
-import { KubeApiClient } from '../../functions/kube/kube-api-client';
+import { readWatchStream } from '../../functions/forwarder/watch-stream';
+import { KubeApiClient, KubeApiError } from '../../functions/kube/kube-api-client';
 import { HttpKubernetesApi } from '../../functions/kube/kubernetes-api';
 
 /**
@@ -209,5 +211,58 @@ describe('a Kubernetes API server that stops answering', () => {
     client.close();
     silent.closeAllConnections();
     await new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+});
+
+describe('streamed reads (the forwarder’s list pages and watches) on the same client', () => {
+  async function plainServer(
+    handler: RequestListener,
+  ): Promise<{ client: KubeApiClient; close: () => Promise<void> }> {
+    const plain = createPlainServer(handler);
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const port = (plain.address() as AddressInfo).port;
+    // The request timeout is short on purpose: a streamed read must not be bound by it.
+    const client = new KubeApiClient(
+      new ClusterConnection({ server: `http://127.0.0.1:${port}` }),
+      100,
+    );
+    return {
+      client,
+      close: async () => {
+        client.close();
+        plain.closeAllConnections();
+        await new Promise<void>((resolve) => plain.close(() => resolve()));
+      },
+    };
+  }
+
+  it('a watch silent for longer than the request timeout is not cut: its later events arrive', async () => {
+    const { client, close } = await plainServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
+      setTimeout(() => res.end('{"type":"ADDED","object":{"metadata":{"name":"b"}}}\n'), 400);
+    });
+    const response = await client.stream('/api/v1/services', { watch: 'true' });
+    const names: unknown[] = [];
+    await readWatchStream(response, (_type, object) =>
+      names.push((object as { metadata: { name: string } }).metadata.name),
+    );
+    expect(names).toEqual(['a', 'b']);
+    await close();
+  });
+
+  it('a refused read rejects with the status and body, as a watch’s 410 Gone re-list needs', async () => {
+    const { client, close } = await plainServer((req, res) => {
+      res.writeHead(410, { 'Content-Type': 'application/json' });
+      res.end('{"kind":"Status","code":410,"reason":"Expired"}');
+    });
+    const error = await client
+      .stream('/api/v1/services', { watch: 'true', resourceVersion: '7' })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeApiError);
+    expect((error as KubeApiError).code).toBe(410);
+    expect((error as KubeApiError).body).toContain('"reason":"Expired"');
+    expect((error as KubeApiError).message).toMatch(/^GET \/api\/v1\/services: 410 /);
+    await close();
   });
 });

@@ -11,46 +11,26 @@ import type {
   InitializeHandlerArguments,
   MetadataBearer,
 } from '@smithy/types';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService, type ServiceOptions } from '../support/core-objects';
+import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
-let expectedLeft: string[];
-
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-  expectedLeft = [];
-});
-
-afterEach(async () => {
-  expect(await cluster.ownedResources()).toEqual(expectedLeft.sort());
-});
-
-const everything = [
-  'load-balancer (default/web)',
-  'security-group (default/web)',
-  'target-group:443 (default/web)',
-  'target-group:80 (default/web)',
-];
+const nlbWorld = useNlbProviderWorld();
 
 const service = (options: ServiceOptions = {}): Service =>
   makeService({ uid: 'uid-web', ...options });
 
 const ensure = (svc: Service, state?: ProviderState) =>
-  provider.ensureLoadBalancer(svc, cluster.hosts, state);
+  nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, state);
 
 function reader(): ElasticLoadBalancingV2Client {
-  return cluster.account.client(ElasticLoadBalancingV2Client);
+  return nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client);
 }
 
 async function loadBalancerAttributes(state: ProviderState): Promise<Record<string, string>> {
@@ -139,25 +119,25 @@ describe('aws-load-balancer-attributes against moto', () => {
       'dns_record.client_routing_policy': 'availability_zone_affinity',
       'load_balancing.cross_zone.enabled': 'true',
     });
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('reads load balancer attributes on a drift check only when the Service lists some', async () => {
     const plain = await ensure(service());
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(service(), plain.state);
-    expect(cluster.recorder.count('DescribeLoadBalancerAttributes')).toBe(0);
-    expect(cluster.recorder.count('DescribeTargetGroupAttributes')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('DescribeLoadBalancerAttributes')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('DescribeTargetGroupAttributes')).toBe(0);
 
     const listed = service({
       annotations: { [aws('attributes')]: 'zonal_shift.config.enabled=true' },
     });
     const changed = await ensure(listed, plain.state);
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(listed, changed.state);
-    expect(cluster.recorder.count('DescribeLoadBalancerAttributes')).toBe(1);
-    expect(cluster.recorder.count('ModifyLoadBalancerAttributes')).toBe(0);
-    expectedLeft = everything;
+    expect(nlbWorld.cluster.recorder.count('DescribeLoadBalancerAttributes')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('ModifyLoadBalancerAttributes')).toBe(0);
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('refuses an alias that contradicts the attributes annotation, creating nothing', async () => {
@@ -171,7 +151,7 @@ describe('aws-load-balancer-attributes against moto', () => {
     expect(error).toBeInstanceOf(TerminalError);
     expect((error as Error).message).toContain(aws('cross-zone-load-balancing-enabled'));
     expect((error as Error).message).toContain('load_balancing.cross_zone.enabled=false');
-    expect(cluster.recorder.count('CreateLoadBalancer')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(0);
   });
 
   it('refuses access logs without a bucket', async () => {
@@ -180,7 +160,7 @@ describe('aws-load-balancer-attributes against moto', () => {
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TerminalError);
     expect((error as Error).message).toContain('access_logs.s3.bucket');
-    expect(cluster.recorder.count('CreateLoadBalancer')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(0);
   });
 });
 
@@ -194,38 +174,42 @@ describe('deletion protection against moto (the AWS refusal emulated, moto does 
     expect(await loadBalancerAttributes(created.state)).toMatchObject({
       'deletion_protection.enabled': 'true',
     });
-    cluster.recorder.reset();
-    const error = await provider
+    nlbWorld.cluster.recorder.reset();
+    const error = await nlbWorld.provider
       .ensureLoadBalancerDeleted(protectedService, created.state)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TerminalError);
     expect((error as Error).message).toContain('deletion_protection.enabled=true');
     expect((error as Error).message).toContain(aws('attributes'));
-    const writes = cluster.recorder.calls.filter((c) => !/^(Describe|Get)/.test(c.operation));
+    const writes = nlbWorld.cluster.recorder.calls.filter(
+      (c) => !/^(Describe|Get)/.test(c.operation),
+    );
     expect(writes).toEqual([]);
     expect(await loadBalancerCount()).toBe(1);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('finishes the delete once the annotation is gone, turning protection off first', async () => {
-    const refused = enforceDeletionProtection(cluster.clients.elbv2);
+    const refused = enforceDeletionProtection(nlbWorld.cluster.clients.elbv2);
     const created = await ensure(protectedService);
     const released = service();
-    const result = await provider.ensureLoadBalancerDeleted(released, created.state);
+    const result = await nlbWorld.provider.ensureLoadBalancerDeleted(released, created.state);
     expect(refused).toHaveLength(1);
-    expect(cluster.recorder.count('ModifyLoadBalancerAttributes')).toBeGreaterThanOrEqual(2);
+    expect(nlbWorld.cluster.recorder.count('ModifyLoadBalancerAttributes')).toBeGreaterThanOrEqual(
+      2,
+    );
     expect(result.requeueAfterSeconds).toBeUndefined();
     expect(await loadBalancerCount()).toBe(0);
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('finishes the delete when the annotation sets deletion_protection.enabled=false', async () => {
-    enforceDeletionProtection(cluster.clients.elbv2);
+    enforceDeletionProtection(nlbWorld.cluster.clients.elbv2);
     const created = await ensure(protectedService);
     const off = service({
       annotations: { [aws('attributes')]: 'deletion_protection.enabled=false' },
     });
-    await provider.ensureLoadBalancerDeleted(off, created.state);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(off, created.state);
     expect(await loadBalancerCount()).toBe(0);
   });
 });
@@ -241,10 +225,10 @@ describe('spec.sessionAffinity ClientIP against moto', () => {
     const off = await ensure(service(), on.state);
     expect(enabledOnly(await stickiness(off.state))).toEqual({ '80': 'false', '443': 'false' });
     // Once off, the key is no longer ours: a drift check reads no target group attributes.
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(service(), off.state);
-    expect(cluster.recorder.count('DescribeTargetGroupAttributes')).toBe(0);
-    expectedLeft = everything;
+    expect(nlbWorld.cluster.recorder.count('DescribeTargetGroupAttributes')).toBe(0);
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('leaves stickiness to the target-group-attributes annotation when it sets stickiness', async () => {
@@ -252,6 +236,6 @@ describe('spec.sessionAffinity ClientIP against moto', () => {
       sticky({ [aws('target-group-attributes')]: 'stickiness.enabled=false' }),
     );
     expect(enabledOnly(await stickiness(result.state))).toEqual({ '80': 'false', '443': 'false' });
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 });

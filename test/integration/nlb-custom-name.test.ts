@@ -4,52 +4,33 @@ import {
   ElasticLoadBalancingV2Client,
   type CreateLoadBalancerCommandOutput,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService } from '../support/core-objects';
+import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const nameAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-name';
-const everything = [
-  'load-balancer (default/web)',
-  'security-group (default/web)',
-  'target-group:443 (default/web)',
-  'target-group:80 (default/web)',
-];
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
-let expectedLeft: string[];
-
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-  expectedLeft = [];
-});
-
-afterEach(async () => {
-  expect(await cluster.ownedResources()).toEqual(expectedLeft.sort());
-});
+const nlbWorld = useNlbProviderWorld();
 
 const named = (name: string, uid = 'uid-web'): Service =>
   makeService({ uid, annotations: { [nameAnnotation]: name } });
 
 async function loadBalancersNamed(name: string) {
-  const found = await cluster.clients.elbv2.send(new DescribeLoadBalancersCommand({}));
+  const found = await nlbWorld.cluster.clients.elbv2.send(new DescribeLoadBalancersCommand({}));
   return (found.LoadBalancers ?? []).filter((lb) => lb.LoadBalancerName === name);
 }
 
 /** Someone else's NLB, tagged as aws-load-balancer-controller tags its own. */
 async function foreignNlb(name: string): Promise<string> {
-  const made = await cluster.account.client(ElasticLoadBalancingV2Client).send(
+  const made = await nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client).send(
     new CreateLoadBalancerCommand({
       Name: name,
       Type: 'network',
-      Subnets: [...cluster.subnetIds],
+      Subnets: [...nlbWorld.cluster.subnetIds],
       Tags: [{ Key: 'service.k8s.aws/stack', Value: 'shop/checkout' }],
     }),
   );
@@ -58,25 +39,37 @@ async function foreignNlb(name: string): Promise<string> {
 
 describe('aws-load-balancer-name against moto', () => {
   it('creates the NLB with the name, finds it again by the ARN in state, and changes nothing on a resync', async () => {
-    const first = await provider.ensureLoadBalancer(named('shop-web'), cluster.hosts, undefined);
+    const first = await nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
     const state = readNlbState(first.state);
     const [lb] = await loadBalancersNamed('shop-web');
     expect(lb?.LoadBalancerArn).toBe(state.loadBalancerArn);
     expect(state.loadBalancerName).toBe('shop-web');
-    expect(provider.getLoadBalancerName(named('shop-web'))).toBe('shop-web');
+    expect(nlbWorld.provider.getLoadBalancerName(named('shop-web'))).toBe('shop-web');
 
-    cluster.recorder.reset();
-    await provider.ensureLoadBalancer(named('shop-web'), cluster.hosts, first.state);
-    const calls = Object.keys(cluster.recorder.byOperation());
+    nlbWorld.cluster.recorder.reset();
+    await nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web'),
+      nlbWorld.cluster.hosts,
+      first.state,
+    );
+    const calls = Object.keys(nlbWorld.cluster.recorder.byOperation());
     expect(calls.every((c) => /\.(Describe|Get)/.test(c))).toBe(true);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('keeps the NLB and its name when the annotation changes later (set at creation only)', async () => {
-    const first = await provider.ensureLoadBalancer(named('shop-web'), cluster.hosts, undefined);
-    const again = await provider.ensureLoadBalancer(
+    const first = await nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
+    const again = await nlbWorld.provider.ensureLoadBalancer(
       named('shop-web-renamed'),
-      cluster.hosts,
+      nlbWorld.cluster.hosts,
       first.state,
     );
     expect(readNlbState(again.state).loadBalancerArn).toBe(
@@ -84,35 +77,43 @@ describe('aws-load-balancer-name against moto', () => {
     );
     expect(again.status).toEqual(first.status);
     expect(await loadBalancersNamed('shop-web-renamed')).toEqual([]);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('refuses a name another controller’s NLB holds, naming the holder, and never touches it', async () => {
     const arn = await foreignNlb('shop-web');
-    const attempt = provider.ensureLoadBalancer(named('shop-web'), cluster.hosts, undefined);
+    const attempt = nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
     await expect(attempt).rejects.toThrow(TerminalError);
     await expect(attempt).rejects.toThrow(
       /not owned by this Service.*aws-load-balancer-controller's Service shop\/checkout/,
     );
     // What the refused sync made (its security group) is ours and goes; the foreign NLB stays.
-    await provider.ensureLoadBalancerDeleted(named('shop-web'), undefined);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(named('shop-web'), undefined);
     expect((await loadBalancersNamed('shop-web')).map((lb) => lb.LoadBalancerArn)).toEqual([arn]);
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('refuses a name another Service of this controller holds', async () => {
-    await provider.ensureLoadBalancer(named('shared-name', 'uid-first'), cluster.hosts, undefined);
+    await nlbWorld.provider.ensureLoadBalancer(
+      named('shared-name', 'uid-first'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
     const other = makeService({
       name: 'api',
       uid: 'uid-second',
       annotations: { [nameAnnotation]: 'shared-name' },
     });
-    await expect(provider.ensureLoadBalancer(other, cluster.hosts, undefined)).rejects.toThrow(
-      /belongs to this controller's Service default\/web \(UID uid-first\)/,
-    );
-    await provider.ensureLoadBalancerDeleted(other, undefined);
+    await expect(
+      nlbWorld.provider.ensureLoadBalancer(other, nlbWorld.cluster.hosts, undefined),
+    ).rejects.toThrow(/belongs to this controller's Service default\/web \(UID uid-first\)/);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(other, undefined);
     expect(await loadBalancersNamed('shared-name')).toHaveLength(1);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   /**
@@ -122,7 +123,7 @@ describe('aws-load-balancer-name against moto', () => {
    */
   it('refuses an NLB that CreateLoadBalancer hands back when it is not ours, recording nothing of it', async () => {
     let foreignArn = '';
-    cluster.clients.elbv2.middlewareStack.add(
+    nlbWorld.cluster.clients.elbv2.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName !== 'CreateLoadBalancerCommand') return next(args);
         foreignArn = await foreignNlb('raced-name');
@@ -137,7 +138,11 @@ describe('aws-load-balancer-name against moto', () => {
     );
     let state: ProviderState | undefined;
     try {
-      await provider.ensureLoadBalancer(named('raced-name'), cluster.hosts, undefined);
+      await nlbWorld.provider.ensureLoadBalancer(
+        named('raced-name'),
+        nlbWorld.cluster.hosts,
+        undefined,
+      );
       expect.unreachable('the foreign NLB was accepted');
     } catch (error) {
       expect(error).toBeInstanceOf(TerminalError);
@@ -147,22 +152,30 @@ describe('aws-load-balancer-name against moto', () => {
       state = (error as { providerState?: ProviderState }).providerState;
     }
     expect(readNlbState(state).loadBalancerArn).toBeUndefined();
-    cluster.clients.elbv2.middlewareStack.remove('awsReturnsTheExistingLoadBalancer');
-    await provider.ensureLoadBalancerDeleted(named('raced-name'), state);
+    nlbWorld.cluster.clients.elbv2.middlewareStack.remove('awsReturnsTheExistingLoadBalancer');
+    await nlbWorld.provider.ensureLoadBalancerDeleted(named('raced-name'), state);
     expect((await loadBalancersNamed('raced-name')).map((lb) => lb.LoadBalancerArn)).toEqual([
       foreignArn,
     ]);
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('deletes a custom-named NLB by the ARN in state, and by tags when state was lost', async () => {
-    const first = await provider.ensureLoadBalancer(named('shop-web'), cluster.hosts, undefined);
-    await provider.ensureLoadBalancerDeleted(named('shop-web'), first.state);
+    const first = await nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
+    await nlbWorld.provider.ensureLoadBalancerDeleted(named('shop-web'), first.state);
     expect(await loadBalancersNamed('shop-web')).toEqual([]);
 
-    await provider.ensureLoadBalancer(named('shop-web-2'), cluster.hosts, undefined);
-    await provider.ensureLoadBalancerDeleted(named('shop-web-2'), undefined);
+    await nlbWorld.provider.ensureLoadBalancer(
+      named('shop-web-2'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
+    await nlbWorld.provider.ensureLoadBalancerDeleted(named('shop-web-2'), undefined);
     expect(await loadBalancersNamed('shop-web-2')).toEqual([]);
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 });

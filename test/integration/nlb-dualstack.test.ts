@@ -18,8 +18,9 @@ import { readNlbState } from '../../functions/aws/nlb-state';
 import { RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
+import { createAwsCluster } from '../support/aws-cluster';
 import { makeService, type ServiceOptions } from '../support/core-objects';
+import { useNlbProviderWorld } from '../support/nlb-provider-world';
 import { createTaggedSubnet } from '../support/subnets';
 
 /*
@@ -32,39 +33,40 @@ import { createTaggedSubnet } from '../support/subnets';
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 const dualstack = { [aws('ip-address-type')]: 'dualstack' };
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
 /** The IPv6 /64 given to each of the cluster's two subnets, in subnet order. */
 let subnetIpv6: string[];
 let ec2: EC2Client;
 
+const nlbWorld = useNlbProviderWorld({ checkLeftovers: false });
+
 beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-  ec2 = cluster.account.client(EC2Client);
+  ec2 = nlbWorld.cluster.account.client(EC2Client);
   await ec2.send(
-    new AssociateVpcCidrBlockCommand({ VpcId: cluster.vpcId, AmazonProvidedIpv6CidrBlock: true }),
+    new AssociateVpcCidrBlockCommand({
+      VpcId: nlbWorld.cluster.vpcId,
+      AmazonProvidedIpv6CidrBlock: true,
+    }),
   );
-  const vpc = await ec2.send(new DescribeVpcsCommand({ VpcIds: [cluster.vpcId] }));
+  const vpc = await ec2.send(new DescribeVpcsCommand({ VpcIds: [nlbWorld.cluster.vpcId] }));
   const block = vpc.Vpcs?.[0]?.Ipv6CidrBlockAssociationSet?.[0]?.Ipv6CidrBlock ?? '';
   // A /56 such as 2400:6500:3360:f00::/56: its first /64s end in 00, 01, ...
   const base = block.replace(/::\/56$/, '').replace(/00$/, '');
-  subnetIpv6 = cluster.subnetIds.map((_, i) => `${base}0${i + 1}::/64`);
-  for (const [i, subnetId] of cluster.subnetIds.entries()) {
+  subnetIpv6 = nlbWorld.cluster.subnetIds.map((_, i) => `${base}0${i + 1}::/64`);
+  for (const [i, subnetId] of nlbWorld.cluster.subnetIds.entries()) {
     await ec2.send(
       new AssociateSubnetCidrBlockCommand({ SubnetId: subnetId, Ipv6CidrBlock: subnetIpv6[i] }),
     );
   }
-  cluster.recorder.reset();
+  nlbWorld.cluster.recorder.reset();
 });
 
 const service = (options: ServiceOptions = {}): Service =>
   makeService({ uid: 'uid-web', ...options });
 
 const ensure = (svc: Service, state?: ProviderState) =>
-  provider.ensureLoadBalancer(svc, cluster.hosts, state);
+  nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, state);
 
-const elbv2 = () => cluster.account.client(ElasticLoadBalancingV2Client);
+const elbv2 = () => nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client);
 
 async function loadBalancerOf(state: ProviderState) {
   const found = await elbv2().send(
@@ -127,13 +129,13 @@ describe('ip-address-type dualstack against moto', () => {
     const first = await ensure(service());
     const arn = readNlbState(first.state).loadBalancerArn;
     expect((await loadBalancerOf(first.state))?.IpAddressType).toBe('ipv4');
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
 
     const dual = await ensure(service({ annotations: dualstack }), first.state);
     expect(readNlbState(dual.state).loadBalancerArn).toBe(arn);
     expect((await loadBalancerOf(dual.state))?.IpAddressType).toBe('dualstack');
-    expect(cluster.recorder.count('SetIpAddressType')).toBe(1);
-    expect(cluster.recorder.count('CreateLoadBalancer')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('SetIpAddressType')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(0);
     expect(await rulesOf(dual.state)).toContain('tcp:80:::/0');
 
     const back = await ensure(service(), dual.state);
@@ -151,10 +153,10 @@ describe('ip-address-type dualstack against moto', () => {
         IpAddressType: 'ipv4',
       }),
     );
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const repaired = await ensure(service({ annotations: dualstack }), first.state);
     expect((await loadBalancerOf(repaired.state))?.IpAddressType).toBe('dualstack');
-    const calls = cluster.recorder.byOperation();
+    const calls = nlbWorld.cluster.recorder.byOperation();
     const reads = Object.entries(calls)
       .filter(([op]) => /\.(Describe|Get)/.test(op))
       .reduce((sum, [, n]) => sum + n, 0);
@@ -165,12 +167,12 @@ describe('ip-address-type dualstack against moto', () => {
   });
 
   it('passes over discovered subnets without an IPv6 CIDR, as aws-load-balancer-controller does', async () => {
-    const plainSubnet = await createTaggedSubnet(ec2, cluster.vpcId, '10.0.9.0/24', {
+    const plainSubnet = await createTaggedSubnet(ec2, nlbWorld.cluster.vpcId, '10.0.9.0/24', {
       'kubernetes.io/role/internal-elb': '1',
     });
     const dual = await ensure(service({ annotations: dualstack }));
     const zones = (await loadBalancerOf(dual.state))?.AvailabilityZones ?? [];
-    expect(zones.map((z) => z.SubnetId).sort()).toEqual([...cluster.subnetIds].sort());
+    expect(zones.map((z) => z.SubnetId).sort()).toEqual([...nlbWorld.cluster.subnetIds].sort());
 
     const other = await ensure(service({ name: 'plain', uid: 'uid-plain' }));
     const plainZones = (await loadBalancerOf(other.state))?.AvailabilityZones ?? [];
@@ -191,25 +193,30 @@ describe('ip-address-type dualstack against moto', () => {
   });
 
   it('refuses named subnets without an IPv6 CIDR, naming them, before any write', async () => {
-    const plainSubnet = await createTaggedSubnet(ec2, cluster.vpcId, '10.0.9.0/24', {
+    const plainSubnet = await createTaggedSubnet(ec2, nlbWorld.cluster.vpcId, '10.0.9.0/24', {
       Name: 'no-ipv6',
     });
     const svc = service({
-      annotations: { ...dualstack, [aws('subnets')]: `${cluster.subnetIds[0]},${plainSubnet}` },
+      annotations: {
+        ...dualstack,
+        [aws('subnets')]: `${nlbWorld.cluster.subnetIds[0]},${plainSubnet}`,
+      },
     });
     const error = await ensure(svc).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TerminalError);
     expect((error as Error).message).toMatch(
       new RegExp(`${plainSubnet} has no IPv6 CIDR.*ip-address-type: dualstack`),
     );
-    expect((error as Error).message).not.toContain(cluster.subnetIds[0]!);
-    expect(await cluster.ownedResources()).toEqual([]);
-    expect(cluster.recorder.calls.filter((c) => !/^(Describe|Get)/.test(c.operation))).toEqual([]);
+    expect((error as Error).message).not.toContain(nlbWorld.cluster.subnetIds[0]!);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual([]);
+    expect(
+      nlbWorld.cluster.recorder.calls.filter((c) => !/^(Describe|Get)/.test(c.operation)),
+    ).toEqual([]);
   });
 
   it('sends pinned IPv6 addresses as subnet mappings when it creates the NLB', async () => {
     const sent: CreateLoadBalancerCommandInput[] = [];
-    cluster.clients.elbv2.middlewareStack.add(
+    nlbWorld.cluster.clients.elbv2.middlewareStack.add(
       (next: InitializeHandler<object, MetadataBearer>) =>
         (args: InitializeHandlerArguments<object>) => {
           if (args.input && 'Scheme' in args.input && 'Type' in args.input)
@@ -229,7 +236,7 @@ describe('ip-address-type dualstack against moto', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]?.IpAddressType).toBe('dualstack');
     expect(sent[0]?.SubnetMappings?.map((m) => `${m.SubnetId}=${m.IPv6Address}`).sort()).toEqual(
-      cluster.subnetIds.map((id, i) => `${id}=${address(i)}`).sort(),
+      nlbWorld.cluster.subnetIds.map((id, i) => `${id}=${address(i)}`).sort(),
     );
   });
 });

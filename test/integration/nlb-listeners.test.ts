@@ -3,14 +3,13 @@ import {
   DescribeListenerAttributesCommand,
   DescribeListenersCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService } from '../support/core-objects';
+import { useNlbProviderWorld } from '../support/nlb-provider-world';
 
 /**
  * Listener options against moto (issue 20, items 4 and 8): the ALPN policy on CreateListener and
@@ -19,28 +18,18 @@ import { makeService } from '../support/core-objects';
  * existing listener is covered by test/unit/aws/listener-options.test.ts instead.
  */
 const prefix = 'service.beta.kubernetes.io/aws-load-balancer-';
-let cluster: AwsCluster;
-let provider: NlbProvider;
 
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-});
-
-afterEach(async () => {
-  // Nothing is left behind in the account by any test here.
-  expect(await cluster.ownedResources()).toEqual([]);
-});
+const nlbWorld = useNlbProviderWorld();
 
 const service = (annotations: Record<string, string>): Service =>
   makeService({ uid: 'uid-listeners', annotations });
 const ensure = (svc: Service, state?: ProviderState) =>
-  provider.ensureLoadBalancer(svc, cluster.hosts, state);
+  nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, state);
 const writes = () =>
-  Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op));
+  Object.keys(nlbWorld.cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op));
 
 async function listeners(state: ProviderState) {
-  const found = await cluster.clients.elbv2.send(
+  const found = await nlbWorld.cluster.clients.elbv2.send(
     new DescribeListenersCommand({ LoadBalancerArn: readNlbState(state).loadBalancerArn }),
   );
   return (found.Listeners ?? []).sort((a, b) => (a.Port ?? 0) - (b.Port ?? 0));
@@ -49,7 +38,7 @@ async function listeners(state: ProviderState) {
 async function idleTimeouts(state: ProviderState): Promise<Record<number, string | undefined>> {
   const result: Record<number, string | undefined> = {};
   for (const listener of await listeners(state)) {
-    const found = await cluster.clients.elbv2.send(
+    const found = await nlbWorld.cluster.clients.elbv2.send(
       new DescribeListenerAttributesCommand({ ListenerArn: listener.ListenerArn }),
     );
     result[listener.Port ?? 0] = found.Attributes?.find(
@@ -60,7 +49,7 @@ async function idleTimeouts(state: ProviderState): Promise<Record<number, string
 }
 
 async function cleanUp(svc: Service, state: ProviderState) {
-  const deleted = await provider.ensureLoadBalancerDeleted(svc, state);
+  const deleted = await nlbWorld.provider.ensureLoadBalancerDeleted(svc, state);
   expect(deleted.requeueAfterSeconds).toBeUndefined();
 }
 
@@ -73,15 +62,15 @@ describe('listener attributes against moto', () => {
   it('sets them on the named listener at creation, reads them only for it, and changes them in place', async () => {
     const created = await ensure(idle('80', 600));
     expect(await idleTimeouts(created.state)).toEqual({ 80: '600', 443: '350' });
-    expect(cluster.recorder.count('ModifyListenerAttributes')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('ModifyListenerAttributes')).toBe(1);
 
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const again = await ensure(idle('80', 600), created.state);
     expect(writes()).toEqual([]);
     // One read, of the listener the annotation names.
-    expect(cluster.recorder.count('DescribeListenerAttributes')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('DescribeListenerAttributes')).toBe(1);
 
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const changed = await ensure(idle('80', 900), again.state);
     expect(writes()).toEqual(['ElasticLoadBalancingV2.ModifyListenerAttributes']);
     expect(await idleTimeouts(changed.state)).toEqual({ 80: '900', 443: '350' });
@@ -90,9 +79,9 @@ describe('listener attributes against moto', () => {
 
   it('reads no listener attributes for a Service without the annotation', async () => {
     const created = await ensure(service({}));
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(service({}), created.state);
-    expect(cluster.recorder.count('DescribeListenerAttributes')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('DescribeListenerAttributes')).toBe(0);
     await cleanUp(service({}), created.state);
   });
 
@@ -110,7 +99,7 @@ describe('listener attributes against moto', () => {
 
 describe('ALPN policy against moto', () => {
   it('creates the TLS listener with it, and a resync changes nothing', async () => {
-    const acm = cluster.account.client(ACMClient);
+    const acm = nlbWorld.cluster.account.client(ACMClient);
     const certificate =
       (await acm.send(new RequestCertificateCommand({ DomainName: 'web.example.com' })))
         .CertificateArn ?? '';
@@ -126,7 +115,7 @@ describe('ALPN policy against moto', () => {
         [443, 'TLS', ['HTTP2Preferred']],
       ],
     );
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const again = await ensure(svc, created.state);
     expect(writes()).toEqual([]);
     await cleanUp(svc, again.state);

@@ -14,42 +14,28 @@ import {
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { describe, expect, it } from 'vitest';
 import { ownershipTags } from '../../functions/aws/model/naming';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import { failureClassOf, RetryableError, TerminalError } from '../../functions/core/errors';
 import { stableHash } from '../../functions/core/hash';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService, type ServiceOptions } from '../support/core-objects';
+import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
-/** What the test expects to be left in the account when it ends (resource tag values). */
-let expectedLeft: string[];
-
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-  expectedLeft = [];
-});
-
-afterEach(async () => {
-  expect(await cluster.ownedResources()).toEqual(expectedLeft.sort());
-});
+const nlbWorld = useNlbProviderWorld();
 
 const service = (options: ServiceOptions = {}): Service =>
   makeService({ uid: 'uid-web', ...options });
 
 async function ensure(svc: Service, state?: ProviderState) {
-  return provider.ensureLoadBalancer(svc, cluster.hosts, state);
+  return nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, state);
 }
 
 async function describeAll(state: ProviderState) {
   const nlb = readNlbState(state);
-  const elbv2 = cluster.account.client(
+  const elbv2 = nlbWorld.cluster.account.client(
     (await import('@aws-sdk/client-elastic-load-balancing-v2')).ElasticLoadBalancingV2Client,
   );
   const lbs = await elbv2.send(
@@ -73,7 +59,7 @@ async function describeAll(state: ProviderState) {
       .map((d) => d.Target?.Id ?? '')
       .sort();
   }
-  const ec2 = cluster.account.client((await import('@aws-sdk/client-ec2')).EC2Client);
+  const ec2 = nlbWorld.cluster.account.client((await import('@aws-sdk/client-ec2')).EC2Client);
   const sg = await ec2.send(
     new DescribeSecurityGroupsCommand({ GroupIds: [nlb.securityGroupId ?? ''] }),
   );
@@ -86,13 +72,6 @@ async function describeAll(state: ProviderState) {
   };
 }
 
-const everything = [
-  'load-balancer (default/web)',
-  'security-group (default/web)',
-  'target-group:443 (default/web)',
-  'target-group:80 (default/web)',
-];
-
 describe('NlbProvider against moto', () => {
   it('creates an NLB with a security group, one target group and listener per port, and all hosts as targets', async () => {
     const result = await ensure(service());
@@ -100,12 +79,12 @@ describe('NlbProvider against moto', () => {
 
     expect(world.lb).toMatchObject({ Type: 'network', Scheme: 'internal' });
     expect(world.lb?.SecurityGroups).toEqual(
-      expect.arrayContaining([cluster.settings.backendSecurityGroupId]),
+      expect.arrayContaining([nlbWorld.cluster.settings.backendSecurityGroupId]),
     );
     expect(world.lb?.LoadBalancerName?.length).toBeLessThanOrEqual(32);
     expect(world.listeners.map((l) => `${l.Protocol}:${l.Port}`)).toEqual(['TCP:80', 'TCP:443']);
     // Listeners carry the ownership tags, which the IAM policy's listener statements require.
-    const elbv2 = cluster.account.client(ElasticLoadBalancingV2Client);
+    const elbv2 = nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client);
     const listenerTags = await elbv2.send(
       new DescribeTagsCommand({ ResourceArns: world.listeners.map((l) => l.ListenerArn ?? '') }),
     );
@@ -115,7 +94,7 @@ describe('NlbProvider against moto', () => {
       ),
     ).toEqual([
       expect.objectContaining({
-        [ownershipTags.cluster]: cluster.settings.clusterName,
+        [ownershipTags.cluster]: nlbWorld.cluster.settings.clusterName,
         [ownershipTags.resource]: 'listener:80',
       }),
       expect.objectContaining({ [ownershipTags.resource]: 'listener:443' }),
@@ -124,55 +103,55 @@ describe('NlbProvider against moto', () => {
       'TCP:30080:TCP',
       'TCP:30443:TCP',
     ]);
-    const instanceIds = cluster.hosts.map((h) => h.instanceId).sort();
+    const instanceIds = nlbWorld.cluster.hosts.map((h) => h.instanceId).sort();
     expect(world.targets).toEqual({ '30080': instanceIds, '30443': instanceIds });
     expect(result.status.ingress?.[0]?.hostname).toBe(world.lb?.DNSName?.toLowerCase());
     const ingress = world.securityGroup?.IpPermissions?.map(
       (p) => `${p.IpProtocol}:${p.FromPort}:${p.IpRanges?.map((r) => r.CidrIp).join()}`,
     );
     expect(ingress?.sort()).toEqual(['icmp:3:0.0.0.0/0', 'tcp:443:0.0.0.0/0', 'tcp:80:0.0.0.0/0']);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('makes no write on an unchanged NLB and reads at most 8 times', async () => {
     const first = await ensure(service());
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(service(), first.state);
-    const calls = Object.keys(cluster.recorder.byOperation());
+    const calls = Object.keys(nlbWorld.cluster.recorder.byOperation());
     expect(calls.every((c) => /\.(Describe|Get)/.test(c))).toBe(true);
-    expect(cluster.recorder.count()).toBeLessThanOrEqual(8);
-    expectedLeft = everything;
+    expect(nlbWorld.cluster.recorder.count()).toBeLessThanOrEqual(8);
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('registers only the new node, one call per target group, after one ownership read', async () => {
     const first = await ensure(service());
-    const [added] = await cluster.addHosts(1);
-    cluster.recorder.reset();
-    const updated = await provider.updateLoadBalancer(
+    const [added] = await nlbWorld.cluster.addHosts(1);
+    nlbWorld.cluster.recorder.reset();
+    const updated = await nlbWorld.provider.updateLoadBalancer(
       service(),
-      [...cluster.hosts, added!],
+      [...nlbWorld.cluster.hosts, added!],
       first.state,
     );
     // One DescribeTags for both groups: state alone does not prove they are still ours.
-    expect(cluster.recorder.byOperation()).toEqual({
+    expect(nlbWorld.cluster.recorder.byOperation()).toEqual({
       'ElasticLoadBalancingV2.DescribeTags': 1,
       'ElasticLoadBalancingV2.RegisterTargets': 2,
     });
     const world = await describeAll(updated.state);
     expect(world.targets['30080']).toContain(added!.instanceId);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('deregisters removed nodes', async () => {
     const first = await ensure(service());
-    const updated = await provider.updateLoadBalancer(
+    const updated = await nlbWorld.provider.updateLoadBalancer(
       service(),
-      cluster.hosts.slice(0, 1),
+      nlbWorld.cluster.hosts.slice(0, 1),
       first.state,
     );
     const world = await describeAll(updated.state);
-    expect(world.targets['30080']).toEqual([cluster.hosts[0]!.instanceId]);
-    expectedLeft = everything;
+    expect(world.targets['30080']).toEqual([nlbWorld.cluster.hosts[0]!.instanceId]);
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('replaces a target group make-before-break when a nodePort changes, and adds and removes ports', async () => {
@@ -196,7 +175,7 @@ describe('NlbProvider against moto', () => {
       HealthCheckProtocol: 'HTTP',
       HealthCheckPort: '10256',
     });
-    expectedLeft = [
+    nlbWorld.expectedLeft = [
       'load-balancer (default/web)',
       'security-group (default/web)',
       'target-group:53 (default/web)',
@@ -232,7 +211,7 @@ describe('NlbProvider against moto', () => {
       'tcp:443:10.0.0.0/8',
       'tcp:80:10.0.0.0/8',
     ]);
-    const elbv2 = cluster.clients.elbv2;
+    const elbv2 = nlbWorld.cluster.clients.elbv2;
     const tags = await elbv2.send(
       new DescribeTagsCommand({ ResourceArns: [world.lb?.LoadBalancerArn ?? ''] }),
     );
@@ -257,11 +236,11 @@ describe('NlbProvider against moto', () => {
       new DescribeTagsCommand({ ResourceArns: [readNlbState(third.state).loadBalancerArn ?? ''] }),
     );
     expect(after.TagDescriptions?.[0]?.Tags?.some((t) => t.Key === 'team')).toBe(false);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('creates TLS listeners with the certificate and policy on the chosen ports', async () => {
-    const acm = cluster.account.client(ACMClient);
+    const acm = nlbWorld.cluster.account.client(ACMClient);
     const cert =
       (await acm.send(new RequestCertificateCommand({ DomainName: 'web.example.com' })))
         .CertificateArn ?? '';
@@ -279,11 +258,11 @@ describe('NlbProvider against moto', () => {
     expect(tls?.Certificates?.[0]?.CertificateArn).toBe(cert);
     expect(tls?.SslPolicy).toBe('ELBSecurityPolicy-TLS13-1-2-2021-06');
     expect(world.groups.map((g) => g.Protocol)).toEqual(['TCP', 'TCP']);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('keeps several TLS certificates in step: a resync makes no change, a certificate taken out is removed', async () => {
-    const acm = cluster.account.client(ACMClient);
+    const acm = nlbWorld.cluster.account.client(ACMClient);
     const request = async (domain: string) =>
       (await acm.send(new RequestCertificateCommand({ DomainName: domain }))).CertificateArn ?? '';
     const [first, second] = [await request('a.example.com'), await request('b.example.com')];
@@ -299,7 +278,7 @@ describe('NlbProvider against moto', () => {
       (await describeAll(state)).listeners.find((l) => l.Port === 443)?.ListenerArn ?? '';
     const certificates = async (state: ProviderState) =>
       (
-        await cluster.clients.elbv2.send(
+        await nlbWorld.cluster.clients.elbv2.send(
           new DescribeListenerCertificatesCommand({ ListenerArn: await listenerArn(state) }),
         )
       ).Certificates?.map(
@@ -308,33 +287,37 @@ describe('NlbProvider against moto', () => {
       );
     expect(await certificates(created.state)).toEqual(['first (default)', 'second']);
 
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const again = await ensure(tls([first, second]), created.state);
-    const mutations = Object.keys(cluster.recorder.byOperation()).filter(
+    const mutations = Object.keys(nlbWorld.cluster.recorder.byOperation()).filter(
       (op) => !/\.(Describe|Get)/.test(op),
     );
     expect(mutations).toEqual([]);
-    expect(cluster.recorder.count('DescribeListenerCertificates')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('DescribeListenerCertificates')).toBe(1);
 
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const fewer = await ensure(tls([first]), again.state);
     expect(
-      Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op)),
+      Object.keys(nlbWorld.cluster.recorder.byOperation()).filter(
+        (op) => !/\.(Describe|Get)/.test(op),
+      ),
     ).toEqual(['ElasticLoadBalancingV2.RemoveListenerCertificates']);
     expect(await certificates(fewer.state)).toEqual(['first (default)']);
 
     // Down to one certificate: DescribeListeners' default certificate is enough from now on.
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(tls([first]), fewer.state);
-    expect(cluster.recorder.count('DescribeListenerCertificates')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('DescribeListenerCertificates')).toBe(0);
     expect(
-      Object.keys(cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op)),
+      Object.keys(nlbWorld.cluster.recorder.byOperation()).filter(
+        (op) => !/\.(Describe|Get)/.test(op),
+      ),
     ).toEqual([]);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('reports a certificate AWS does not know as a retryable dependency error naming it (one being issued appears later)', async () => {
-    const missing = `arn:aws:acm:us-east-1:${cluster.account.accountId}:certificate/does-not-exist`;
+    const missing = `arn:aws:acm:us-east-1:${nlbWorld.cluster.account.accountId}:certificate/does-not-exist`;
     const svc = service({
       annotations: { 'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': missing },
     });
@@ -346,8 +329,8 @@ describe('NlbProvider against moto', () => {
     expect(failureClassOf(failure)).toBe('dependency');
     expect(String(failure)).toMatch(/CertificateNotFound/);
     // What was created before the refusal is recorded, so deleting the Service leaves nothing.
-    await provider.ensureLoadBalancerDeleted(svc, providerStateOf(failure));
-    expectedLeft = [];
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc, providerStateOf(failure));
+    nlbWorld.expectedLeft = [];
   });
 
   it('replaces the NLB when the scheme changes', async () => {
@@ -364,59 +347,63 @@ describe('NlbProvider against moto', () => {
       readNlbState(first.state).loadBalancerArn,
     );
     expect(world.listeners).toHaveLength(2);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
-  it('deletes everything, and deleting again is a no-op', async () => {
+  it('deletes everythingOfWeb, and deleting again is a no-op', async () => {
     const created = await ensure(service());
-    const deleted = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    const deleted = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), created.state);
     expect(deleted.requeueAfterSeconds).toBeUndefined();
-    expect(await provider.getLoadBalancer(service(), deleted.state)).toMatchObject({
+    expect(await nlbWorld.provider.getLoadBalancer(service(), deleted.state)).toMatchObject({
       exists: false,
     });
 
-    const again = await provider.ensureLoadBalancerDeleted(service(), deleted.state);
+    const again = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), deleted.state);
     expect(again.requeueAfterSeconds).toBeUndefined();
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('keeps a security group AWS still holds after the NLB is gone, and deletes it on a later pass', async () => {
     const created = await ensure(service());
-    cluster.recorder.injectFault({
+    nlbWorld.cluster.recorder.injectFault({
       operation: 'DeleteSecurityGroup',
       kind: 'error',
       code: 'DependencyViolation',
       times: 1,
     });
-    const first = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    const first = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), created.state);
     expect(first.requeueAfterSeconds).toBe(30);
     expect(readNlbState(first.state).securityGroupId).toBe(
       readNlbState(created.state).securityGroupId,
     );
-    expect(await cluster.ownedResources()).toEqual(['security-group (default/web)']);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual(['security-group (default/web)']);
 
-    const second = await provider.ensureLoadBalancerDeleted(service(), first.state);
+    const second = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), first.state);
     expect(second.requeueAfterSeconds).toBeUndefined();
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('keeps a target group AWS reports in use, and deletes it on a later pass', async () => {
     const created = await ensure(service());
-    cluster.recorder.injectFault({
+    nlbWorld.cluster.recorder.injectFault({
       operation: 'DeleteTargetGroup',
       kind: 'error',
       code: 'ResourceInUse',
       times: 1,
     });
-    const first = await provider.ensureLoadBalancerDeleted(service(), created.state);
+    const first = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), created.state);
     expect(first.requeueAfterSeconds).toBe(30);
-    const second = await provider.ensureLoadBalancerDeleted(service(), first.state);
+    const second = await nlbWorld.provider.ensureLoadBalancerDeleted(service(), first.state);
     expect(second.requeueAfterSeconds).toBeUndefined();
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   it('reports throttling as retryable with what it had created, and the retry finishes without duplicates', async () => {
-    cluster.recorder.injectFault({ operation: 'CreateListener', kind: 'throttle', times: 5 });
+    nlbWorld.cluster.recorder.injectFault({
+      operation: 'CreateListener',
+      kind: 'throttle',
+      times: 5,
+    });
     const failure = await ensure(service()).then(
       () => undefined,
       (error: unknown) => error,
@@ -427,41 +414,46 @@ describe('NlbProvider against moto', () => {
 
     const retried = await ensure(service(), partial);
     expect(readNlbState(retried.state).loadBalancerArn).toBe(readNlbState(partial).loadBalancerArn);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('deletes by ownership tags when state was lost', async () => {
     await ensure(service());
-    expect(await provider.getLoadBalancer(service(), undefined)).toMatchObject({ exists: true });
-    await provider.ensureLoadBalancerDeleted(service(), undefined);
-    expectedLeft = [];
+    expect(await nlbWorld.provider.getLoadBalancer(service(), undefined)).toMatchObject({
+      exists: true,
+    });
+    await nlbWorld.provider.ensureLoadBalancerDeleted(service(), undefined);
+    nlbWorld.expectedLeft = [];
   });
 
   it('refuses to touch a load balancer with our name that someone else owns', async () => {
-    const name = provider.getLoadBalancerName(service());
-    const foreign = await cluster.clients.elbv2.send(
+    const name = nlbWorld.provider.getLoadBalancerName(service());
+    const foreign = await nlbWorld.cluster.clients.elbv2.send(
       new CreateLoadBalancerCommand({
         Name: name,
         Type: 'network',
-        Subnets: [...cluster.subnetIds],
+        Subnets: [...nlbWorld.cluster.subnetIds],
         Tags: [{ Key: 'owner', Value: 'someone-else' }],
       }),
     );
     await expect(ensure(service())).rejects.toThrow(TerminalError);
     await expect(ensure(service())).rejects.toThrow(/not owned by this Service/);
-    const still = await cluster.clients.elbv2.send(
+    const still = await nlbWorld.cluster.clients.elbv2.send(
       new DescribeLoadBalancersCommand({
         LoadBalancerArns: [foreign.LoadBalancers?.[0]?.LoadBalancerArn ?? ''],
       }),
     );
     expect(still.LoadBalancers).toHaveLength(1);
     // The security group created before the refusal is ours and deletable; the foreign NLB is untouched.
-    await provider.ensureLoadBalancerDeleted(service(), undefined);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(service(), undefined);
     expect(
-      (await cluster.clients.elbv2.send(new DescribeLoadBalancersCommand({ Names: [name] })))
-        .LoadBalancers,
+      (
+        await nlbWorld.cluster.clients.elbv2.send(
+          new DescribeLoadBalancersCommand({ Names: [name] }),
+        )
+      ).LoadBalancers,
     ).toHaveLength(1);
-    expectedLeft = [];
+    nlbWorld.expectedLeft = [];
   });
 
   describe('a target group of our name left by an attempt whose answer was lost', () => {
@@ -471,22 +463,22 @@ describe('NlbProvider against moto', () => {
     async function leftBehind(tags: (ours: { Key: string; Value: string }[]) => unknown[]) {
       const first = readNlbState((await ensure(service())).state);
       const tg = first.targetGroups?.['80'];
-      const described = await cluster.clients.elbv2.send(
+      const described = await nlbWorld.cluster.clients.elbv2.send(
         new DescribeTagsCommand({ ResourceArns: [tg?.arn ?? ''] }),
       );
       const ours = (described.TagDescriptions?.[0]?.Tags ?? []).map((t) => ({
         Key: t.Key ?? '',
         Value: t.Value ?? '',
       }));
-      await provider.ensureLoadBalancerDeleted(service(), first as ProviderState);
+      await nlbWorld.provider.ensureLoadBalancerDeleted(service(), first as ProviderState);
       // The lost attempt used the health check before the Service changed it (AWS then answers
       // DuplicateTargetGroupName instead of handing the group back).
-      const created = await cluster.clients.elbv2.send(
+      const created = await nlbWorld.cluster.clients.elbv2.send(
         new CreateTargetGroupCommand({
           Name: tg?.name,
           Protocol: 'TCP',
           Port: 30080,
-          VpcId: cluster.vpcId,
+          VpcId: nlbWorld.cluster.vpcId,
           TargetType: 'instance',
           HealthCheckIntervalSeconds: 30,
           Tags: tags(ours) as { Key: string; Value: string }[],
@@ -501,7 +493,7 @@ describe('NlbProvider against moto', () => {
       expect(state.targetGroups?.['80']?.arn).toBe(arn);
       const { groups } = await describeAll(state as ProviderState);
       expect(groups.map((g) => g.HealthCheckIntervalSeconds)).toEqual([10, 10]);
-      expectedLeft = everything;
+      nlbWorld.expectedLeft = everythingOfWeb;
     });
 
     it('refuses one that is not ours, touching nothing of it', async () => {
@@ -509,12 +501,12 @@ describe('NlbProvider against moto', () => {
       await expect(ensure(service({ annotations: interval }))).rejects.toThrow(
         /not owned by this Service/,
       );
-      const still = await cluster.clients.elbv2.send(
+      const still = await nlbWorld.cluster.clients.elbv2.send(
         new DescribeTargetGroupsCommand({ TargetGroupArns: [arn] }),
       );
       expect(still.TargetGroups?.[0]?.HealthCheckIntervalSeconds).toBe(30);
-      await provider.ensureLoadBalancerDeleted(service(), undefined);
-      expectedLeft = [];
+      await nlbWorld.provider.ensureLoadBalancerDeleted(service(), undefined);
+      nlbWorld.expectedLeft = [];
     });
   });
 
@@ -526,17 +518,17 @@ describe('NlbProvider against moto', () => {
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 5 }, () =>
-        cluster.clients.elbv2.send(
+        nlbWorld.cluster.clients.elbv2.send(
           new RegisterTargetsCommand({
             TargetGroupArn: arn,
-            Targets: [{ Id: cluster.hosts[0]!.instanceId }],
+            Targets: [{ Id: nlbWorld.cluster.hosts[0]!.instanceId }],
           }),
         ),
       ),
     );
     // Four fit in the first second; the fifth has to wait for the next window.
     expect(performance.now() - started).toBeGreaterThanOrEqual(900);
-    expectedLeft = everything;
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 
   it('reports invalid annotations as a terminal error naming them, creating nothing', async () => {
@@ -546,7 +538,7 @@ describe('NlbProvider against moto', () => {
     await expect(ensure(bad)).rejects.toThrow(
       /aws-load-balancer-healthcheck-interval: invalid value "2"/,
     );
-    expect(cluster.recorder.count()).toBe(0);
+    expect(nlbWorld.cluster.recorder.count()).toBe(0);
   });
 });
 
@@ -565,7 +557,7 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
   ];
 
   async function targetsOf(arn: string): Promise<string[]> {
-    const health = await cluster.clients.elbv2.send(
+    const health = await nlbWorld.cluster.clients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: arn }),
     );
     return (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort();
@@ -573,12 +565,12 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
 
   /** A target group of another cluster, with one target. */
   async function otherClusterGroup(): Promise<string> {
-    const created = await cluster.clients.elbv2.send(
+    const created = await nlbWorld.cluster.clients.elbv2.send(
       new CreateTargetGroupCommand({
         Name: 'k8s-other-cluster-group',
         Protocol: 'TCP',
         Port: 31000,
-        VpcId: cluster.vpcId,
+        VpcId: nlbWorld.cluster.vpcId,
         TargetType: 'instance',
         Tags: [
           { Key: ownershipTags.cluster, Value: 'another-cluster' },
@@ -587,10 +579,10 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
       }),
     );
     const arn = created.TargetGroups?.[0]?.TargetGroupArn ?? '';
-    await cluster.clients.elbv2.send(
+    await nlbWorld.cluster.clients.elbv2.send(
       new RegisterTargetsCommand({
         TargetGroupArn: arn,
-        Targets: [{ Id: cluster.hosts[0]!.instanceId }],
+        Targets: [{ Id: nlbWorld.cluster.hosts[0]!.instanceId }],
       }),
     );
     return arn;
@@ -601,31 +593,31 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
     const theirs = readNlbState((await ensure(other())).state);
     const foreignTg = theirs.targetGroups?.['80']?.arn ?? '';
     const otherCluster = await otherClusterGroup();
-    const all = cluster.hosts.map((h) => h.instanceId).sort();
+    const all = nlbWorld.cluster.hosts.map((h) => h.instanceId).sort();
     for (const [arn, recorded] of [
       [foreignTg, all],
-      [otherCluster, [cluster.hosts[0]!.instanceId]],
+      [otherCluster, [nlbWorld.cluster.hosts[0]!.instanceId]],
     ] as const) {
       const tampered = structuredClone(mine);
       tampered.targetGroups = {
         ...tampered.targetGroups,
         '80': { arn, name: 'tampered', targets: [...recorded] },
       };
-      cluster.recorder.reset();
+      nlbWorld.cluster.recorder.reset();
       // The update wants one host only: it would deregister the others from the foreign group.
       await expect(
-        provider.updateLoadBalancer(
+        nlbWorld.provider.updateLoadBalancer(
           service(),
-          cluster.hosts.slice(1, 2),
+          nlbWorld.cluster.hosts.slice(1, 2),
           tampered as ProviderState,
         ),
       ).rejects.toThrow(new RegExp(`${arn.replace(/[/.]/g, '\\$&')}.*not owned by this Service`));
-      expect(cluster.recorder.count('RegisterTargets')).toBe(0);
-      expect(cluster.recorder.count('DeregisterTargets')).toBe(0);
+      expect(nlbWorld.cluster.recorder.count('RegisterTargets')).toBe(0);
+      expect(nlbWorld.cluster.recorder.count('DeregisterTargets')).toBe(0);
     }
     expect(await targetsOf(foreignTg)).toEqual(all);
-    expect(await targetsOf(otherCluster)).toEqual([cluster.hosts[0]!.instanceId]);
-    expectedLeft = [...everything, ...othersLeft];
+    expect(await targetsOf(otherCluster)).toEqual([nlbWorld.cluster.hosts[0]!.instanceId]);
+    nlbWorld.expectedLeft = [...everythingOfWeb, ...othersLeft];
   });
 
   it('a delete removes only what is ours and leaves the other Service and cluster untouched', async () => {
@@ -642,16 +634,16 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
         y: { arn: otherCluster, name: 'y' },
       },
     };
-    const result = await provider.ensureLoadBalancerDeleted(
+    const result = await nlbWorld.provider.ensureLoadBalancerDeleted(
       service(),
       tampered as unknown as ProviderState,
     );
     expect(result.requeueAfterSeconds).toBeUndefined();
     expect(JSON.stringify(result.state)).not.toMatch(/team-b|other-cluster/);
     // Ours is gone (found by its tags), theirs is whole.
-    expect(await cluster.ownedResources()).toEqual(othersLeft);
-    expect(await targetsOf(otherCluster)).toEqual([cluster.hosts[0]!.instanceId]);
-    const lbs = await cluster.clients.elbv2.send(
+    expect(await nlbWorld.cluster.ownedResources()).toEqual(othersLeft);
+    expect(await targetsOf(otherCluster)).toEqual([nlbWorld.cluster.hosts[0]!.instanceId]);
+    const lbs = await nlbWorld.cluster.clients.elbv2.send(
       new DescribeLoadBalancersCommand({ LoadBalancerArns: [theirs.loadBalancerArn ?? ''] }),
     );
     expect(lbs.LoadBalancers).toHaveLength(1);
@@ -661,11 +653,11 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
       targetGroups: { x: tampered.targetGroups.x, y: tampered.targetGroups.y },
     };
     expect(
-      await provider.getLoadBalancer(service(), onlyForeign as unknown as ProviderState),
+      await nlbWorld.provider.getLoadBalancer(service(), onlyForeign as unknown as ProviderState),
     ).toEqual({
       exists: false,
     });
-    expectedLeft = othersLeft;
+    nlbWorld.expectedLeft = othersLeft;
   });
 });
 
@@ -689,7 +681,7 @@ describe('upgrading from 40-bit names', () => {
     // What the controller left before the switch: old names, and a state without a naming version.
     const made = readNlbState((await ensure(service(), { namingVersion: 1 })).state);
     const { namingVersion: _, ...before } = made;
-    const c = cluster.settings.clusterName;
+    const c = nlbWorld.cluster.settings.clusterName;
     expect(before.loadBalancerName).toBe(
       `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', 'internal'])}`,
     );
@@ -697,9 +689,9 @@ describe('upgrading from 40-bit names', () => {
       `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', '80', 'TCP', 30080])}`,
     );
 
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const after = readNlbState((await ensure(service(), before as ProviderState)).state);
-    const writes = Object.keys(cluster.recorder.byOperation()).filter(
+    const writes = Object.keys(nlbWorld.cluster.recorder.byOperation()).filter(
       (op) => !/\.(Describe|Get)/.test(op),
     );
     expect(writes).toEqual([]);
@@ -717,20 +709,20 @@ describe('upgrading from 40-bit names', () => {
       `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', '8080', 'TCP', 30808])}`,
     );
     expect(grown.targetGroups?.['80']?.arn).toBe(before.targetGroups?.['80']?.arn);
-    expectedLeft = [...everything, 'target-group:8080 (default/web)'];
+    nlbWorld.expectedLeft = [...everythingOfWeb, 'target-group:8080 (default/web)'];
   });
 
   it('names the resources of a new Service from SHA-256', async () => {
     const fresh = readNlbState((await ensure(service())).state);
-    const c = cluster.settings.clusterName;
+    const c = nlbWorld.cluster.settings.clusterName;
     expect(fresh.loadBalancerName).toMatch(/^k8s-default-web-[0-9a-z]{10}$/);
     expect(fresh.loadBalancerName).not.toBe(
       `k8s-default-web-${legacyHash([c, 'default', 'web', 'uid-web', 'internal'])}`,
     );
     // A later sync of the same Service keeps them.
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     await ensure(service(), fresh as ProviderState);
-    expect(cluster.recorder.count('CreateTargetGroup')).toBe(0);
-    expectedLeft = everything;
+    expect(nlbWorld.cluster.recorder.count('CreateTargetGroup')).toBe(0);
+    nlbWorld.expectedLeft = everythingOfWeb;
   });
 });

@@ -18,35 +18,32 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService } from '../support/core-objects';
+import { useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
 let ec2: EC2Client;
 
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-  ec2 = cluster.account.client(EC2Client);
+const nlbWorld = useNlbProviderWorld({ checkLeftovers: false });
+
+beforeEach(() => {
+  ec2 = nlbWorld.cluster.account.client(EC2Client);
 });
 
 const service = (annotations: Record<string, string> = {}): Service =>
   makeService({ uid: 'uid-web', annotations });
 
 const ensure = (svc: Service, state?: ProviderState) =>
-  provider.ensureLoadBalancer(svc, cluster.hosts, state);
+  nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, state);
 
 let groupCount = 0;
 
 /** A group of the user's, with a Name tag (group names differ: Name tags need not). */
-async function userGroup(name: string, vpcId = cluster.vpcId): Promise<string> {
+async function userGroup(name: string, vpcId = nlbWorld.cluster.vpcId): Promise<string> {
   groupCount += 1;
   const created = await ec2.send(
     new CreateSecurityGroupCommand({
@@ -60,7 +57,7 @@ async function userGroup(name: string, vpcId = cluster.vpcId): Promise<string> {
 }
 
 async function loadBalancerGroups(state: ProviderState): Promise<string[]> {
-  const found = await cluster.account.client(ElasticLoadBalancingV2Client).send(
+  const found = await nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client).send(
     new DescribeLoadBalancersCommand({
       LoadBalancerArns: [readNlbState(state).loadBalancerArn ?? ''],
     }),
@@ -83,19 +80,19 @@ describe('aws-load-balancer-security-groups against moto', () => {
     const result = await ensure(svc);
 
     expect(await loadBalancerGroups(result.state)).toEqual([byId, byName].sort());
-    expect(await cluster.ownedResources()).not.toContain('security-group (default/web)');
+    expect(await nlbWorld.cluster.ownedResources()).not.toContain('security-group (default/web)');
     expect(readNlbState(result.state).securityGroupId).toBeUndefined();
 
     // A drift check resolves nothing again and reads no security group.
-    cluster.recorder.reset();
+    nlbWorld.cluster.recorder.reset();
     const again = await ensure(svc, result.state);
     expect(again.changes).toEqual([]);
-    expect(cluster.recorder.count('DescribeSecurityGroups')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('DescribeSecurityGroups')).toBe(0);
 
-    await provider.ensureLoadBalancerDeleted(svc, again.state);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc, again.state);
     expect(await groupExists(byId)).toBe(true);
     expect(await groupExists(byName)).toBe(true);
-    expect(await cluster.ownedResources()).toEqual([]);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual([]);
   });
 
   it('attaches the backend group beside them when manage-backend-security-group-rules is true', async () => {
@@ -107,7 +104,7 @@ describe('aws-load-balancer-security-groups against moto', () => {
       }),
     );
     expect(await loadBalancerGroups(result.state)).toEqual(
-      [mine, cluster.settings.backendSecurityGroupId ?? ''].sort(),
+      [mine, nlbWorld.cluster.settings.backendSecurityGroupId ?? ''].sort(),
     );
   });
 
@@ -121,12 +118,12 @@ describe('aws-load-balancer-security-groups against moto', () => {
     expect(await loadBalancerGroups(switched.state)).toEqual([mine]);
     expect(switched.requeueAfterSeconds).toBeUndefined();
     expect(await groupExists(managed)).toBe(false);
-    expect(await cluster.ownedResources()).not.toContain('security-group (default/web)');
+    expect(await nlbWorld.cluster.ownedResources()).not.toContain('security-group (default/web)');
 
     const back = await ensure(service(), switched.state);
     const recreated = readNlbState(back.state).securityGroupId ?? '';
     expect(await loadBalancerGroups(back.state)).toEqual(
-      [recreated, cluster.settings.backendSecurityGroupId ?? ''].sort(),
+      [recreated, nlbWorld.cluster.settings.backendSecurityGroupId ?? ''].sort(),
     );
     expect(await groupExists(mine)).toBe(true);
   });
@@ -161,7 +158,7 @@ describe('aws-load-balancer-security-groups against moto', () => {
     const first = await ensure(service());
     const managed = readNlbState(first.state).securityGroupId ?? '';
     // moto never holds a group after it leaves an NLB; AWS does for a while.
-    cluster.recorder.injectFault({
+    nlbWorld.cluster.recorder.injectFault({
       operation: 'DeleteSecurityGroup',
       kind: 'error',
       code: 'DependencyViolation',
@@ -191,7 +188,7 @@ describe('aws-load-balancer-security-groups against moto', () => {
     expect(message).toContain('"no-such-name"');
     expect(message).toContain('security group sg-0123456789abcdef0 does not exist');
     expect(message).toContain(`security group ${elsewhere} is in ${vpc.Vpc?.VpcId ?? ''}`);
-    expect(await cluster.ownedResources()).toEqual([]);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual([]);
   });
 
   it('refuses another Service’s managed group, which that Service could then never delete', async () => {
@@ -204,7 +201,7 @@ describe('aws-load-balancer-security-groups against moto', () => {
     expect((error as TerminalError).message).toContain(
       `security group "${taken}" (${taken}) is one this controller manages for a Service`,
     );
-    expect(cluster.recorder.count('CreateLoadBalancer')).toBe(1);
+    expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(1);
   });
 
   it('refuses a Name tag that two groups of the VPC carry', async () => {
@@ -215,7 +212,7 @@ describe('aws-load-balancer-security-groups against moto', () => {
     );
     expect(error).toBeInstanceOf(TerminalError);
     expect((error as TerminalError).message).toContain(`(${one}, ${two})`);
-    expect(await cluster.ownedResources()).toEqual([]);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual([]);
   });
 });
 

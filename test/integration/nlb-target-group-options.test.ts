@@ -2,33 +2,22 @@ import {
   DescribeTargetGroupAttributesCommand,
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
 import { makeService } from '../support/core-objects';
+import { useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 
-let cluster: AwsCluster;
-let provider: NlbProvider;
-
-beforeEach(async () => {
-  cluster = await createAwsCluster();
-  provider = new NlbProvider(cluster.clients, cluster.settings);
-});
-
-afterEach(async () => {
-  expect(await cluster.ownedResources()).toEqual([]);
-});
+const nlbWorld = useNlbProviderWorld();
 
 /** One target group attribute of each target group, by Service port. */
 async function attribute(
   state: ProviderState,
   key: string,
 ): Promise<Record<string, string | undefined>> {
-  const reader = cluster.account.client(ElasticLoadBalancingV2Client);
+  const reader = nlbWorld.cluster.account.client(ElasticLoadBalancingV2Client);
   const result: Record<string, string | undefined> = {};
   for (const [port, tg] of Object.entries(readNlbState(state).targetGroups ?? {})) {
     const found = await reader.send(
@@ -48,11 +37,19 @@ describe('aws-load-balancer-proxy-protocol-per-target-group against moto', () =>
         uid: 'uid-web',
         annotations: { [aws('proxy-protocol-per-target-group')]: ports },
       });
-    const first = await provider.ensureLoadBalancer(svc('443'), cluster.hosts, undefined);
+    const first = await nlbWorld.provider.ensureLoadBalancer(
+      svc('443'),
+      nlbWorld.cluster.hosts,
+      undefined,
+    );
     expect(await proxyProtocol(first.state)).toEqual({ '80': 'false', '443': 'true' });
-    const second = await provider.ensureLoadBalancer(svc('80'), cluster.hosts, first.state);
+    const second = await nlbWorld.provider.ensureLoadBalancer(
+      svc('80'),
+      nlbWorld.cluster.hosts,
+      first.state,
+    );
     expect(await proxyProtocol(second.state)).toEqual({ '80': 'true', '443': 'false' });
-    await provider.ensureLoadBalancerDeleted(svc('80'), second.state);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc('80'), second.state);
   });
 
   it('gives way to aws-load-balancer-proxy-protocol: "*", as in aws-load-balancer-controller', async () => {
@@ -63,9 +60,9 @@ describe('aws-load-balancer-proxy-protocol-per-target-group against moto', () =>
         [aws('proxy-protocol')]: '*',
       },
     });
-    const made = await provider.ensureLoadBalancer(svc, cluster.hosts, undefined);
+    const made = await nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, undefined);
     expect(await proxyProtocol(made.state)).toEqual({ '80': 'true', '443': 'true' });
-    await provider.ensureLoadBalancerDeleted(svc, made.state);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc, made.state);
   });
 });
 
@@ -80,7 +77,7 @@ describe('aws-load-balancer-target-group-attributes.<port> against moto', () => 
           'deregistration_delay.timeout_seconds=120,target_health_state.unhealthy.draining_interval_seconds=600',
       },
     });
-    const made = await provider.ensureLoadBalancer(svc, cluster.hosts, undefined);
+    const made = await nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, undefined);
     expect(await attribute(made.state, 'deregistration_delay.timeout_seconds')).toEqual({
       '80': '30',
       '443': '120',
@@ -92,11 +89,11 @@ describe('aws-load-balancer-target-group-attributes.<port> against moto', () => 
       await attribute(made.state, 'target_health_state.unhealthy.draining_interval_seconds'),
     ).toMatchObject({ '443': '600' });
     // A resync finds everything in place: no write.
-    cluster.recorder.reset();
-    await provider.ensureLoadBalancer(svc, cluster.hosts, made.state);
-    expect(Object.keys(cluster.recorder.byOperation()).every((c) => /\.Describe/.test(c))).toBe(
-      true,
-    );
-    await provider.ensureLoadBalancerDeleted(svc, made.state);
+    nlbWorld.cluster.recorder.reset();
+    await nlbWorld.provider.ensureLoadBalancer(svc, nlbWorld.cluster.hosts, made.state);
+    expect(
+      Object.keys(nlbWorld.cluster.recorder.byOperation()).every((c) => /\.Describe/.test(c)),
+    ).toBe(true);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc, made.state);
   });
 });
