@@ -36,7 +36,7 @@ import { attributesAnnotation, wantsDeletionProtection } from './model/load-bala
 import { loadBalancerName, ownershipTags, withNamingVersion } from './model/naming';
 import { planChanges } from './model/plan';
 import type { DesiredLoadBalancer } from './model/types';
-import { observe } from './observe';
+import { observe, registeredTargetIds } from './observe';
 import { describeElbv2Tags, describeSecurityGroupTags, sortByOwnership } from './ownership';
 import {
   namingVersionOf,
@@ -236,7 +236,8 @@ export class NlbProvider implements LoadBalancerProvider {
    * Node changes only: registers new instances and deregisters gone ones, from the targets state
    * recorded, in every target group. The only read is one DescribeTags of the recorded groups:
    * state is not proof of ownership, so a group whose tags name another Service or cluster is
-   * refused before any write. Without a complete record it falls back to a full Ensure.
+   * refused before any write. A group whose targets are not recorded (too many, or an older
+   * record) is read with one DescribeTargetHealth; without any recorded group it is a full Ensure.
    */
   async updateLoadBalancer(
     service: Service,
@@ -245,7 +246,7 @@ export class NlbProvider implements LoadBalancerProvider {
   ): Promise<UpdateResult> {
     const nlb = readNlbState(state);
     const groups = Object.values(nlb.targetGroups ?? {});
-    if (groups.length === 0 || groups.some((tg) => tg.targets === undefined)) {
+    if (groups.length === 0) {
       const ensured = await this.ensureLoadBalancer(service, hosts, state);
       return { state: ensured.state, instances: ensured.instances, summary: ensured.summary };
     }
@@ -255,14 +256,28 @@ export class NlbProvider implements LoadBalancerProvider {
       );
     }
     const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
+    const wantedIds = new Set(wanted);
     await this.requireOwnedTargetGroups(service, nlb);
+    // Groups too large to record (nlb-state.ts maxRecordedTargets), or recorded before targets
+    // were: what is registered comes from AWS, one read per group.
+    for (const tg of groups) {
+      tg.targets ??= await registeredTargetIds(this.clients.elbv2, tg.arn).catch(
+        (error: unknown) => {
+          throw isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
+            ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+            : error;
+        },
+      );
+    }
     // Removals first (a node that left or may no longer serve matters more than a new one, and
     // the registration budget gives them priority), except where a group would drop to zero
     // targets in between: there the new targets go in first.
     const changes = groups.map((tg) => {
       const current = tg.targets ?? [];
-      const register = wanted.filter((id) => !current.includes(id));
-      const deregister = current.filter((id) => !wanted.includes(id));
+      // Sets: at thousands of nodes a list search per id is millions of comparisons per group.
+      const registered = new Set(current);
+      const register = wanted.filter((id) => !registered.has(id));
+      const deregister = current.filter((id) => !wantedIds.has(id));
       return { tg, register, deregister, keepsTargets: current.length > deregister.length };
     });
     const send = async (

@@ -49,8 +49,20 @@ export function readNlbState(state: ProviderState | undefined): NlbState {
   return state === undefined ? {} : structuredClone(state);
 }
 
+/**
+ * Target lists longer than this are not recorded: at 5,000 nodes one list is ~110 KB, so a
+ * Service's item would cost over 100 write units per write and, with four ports, pass DynamoDB's
+ * 400 KB item limit. A host update reads such a group's targets from AWS instead (one
+ * DescribeTargetHealth, on the Describe bucket, not the registration one).
+ */
+export const maxRecordedTargets = 500;
+
 export function toProviderState(state: NlbState): ProviderState {
-  return JSON.parse(JSON.stringify(state)) as { [key: string]: JsonValue };
+  const copy = JSON.parse(JSON.stringify(state)) as NlbState;
+  for (const tg of Object.values(copy.targetGroups ?? {})) {
+    if ((tg.targets?.length ?? 0) > maxRecordedTargets) delete tg.targets;
+  }
+  return copy as { [key: string]: JsonValue };
 }
 
 /** Every ARN or ID recorded, for deletion. */

@@ -284,9 +284,17 @@ function describeTags(
   return call('describe tags', () => describeElbv2Tags(request.clients.elbv2, arns));
 }
 
-async function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
+function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
+  return registeredTargetIds(request.clients.elbv2, arn);
+}
+
+/** The instances registered in a target group, sorted; draining ones left out. */
+export async function registeredTargetIds(
+  elbv2: ObserveRequest['clients']['elbv2'],
+  arn: string,
+): Promise<string[]> {
   const found = await call('describe target health', () =>
-    request.clients.elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn })),
+    elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn })),
   );
   // Draining targets are on their way out already.
   return (found.TargetHealthDescriptions ?? [])

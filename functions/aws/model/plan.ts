@@ -166,8 +166,11 @@ export function planChanges(
       groups.push({ kind: 'modifyTargetGroupAttributes', key: tg.key, attributes });
     }
     const registered = found.targets ?? [];
-    const register = tg.targets.filter((id) => !registered.includes(id));
-    const deregister = registered.filter((id) => !tg.targets.includes(id));
+    // Sets: at thousands of nodes a list search per id is millions of comparisons per group.
+    const registeredIds = new Set(registered);
+    const wantedIds = new Set(tg.targets);
+    const register = tg.targets.filter((id) => !registeredIds.has(id));
+    const deregister = registered.filter((id) => !wantedIds.has(id));
     if (register.length > 0)
       groups.push({ kind: 'registerTargets', key: tg.key, targets: register });
     if (deregister.length > 0)

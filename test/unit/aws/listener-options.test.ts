@@ -9,6 +9,7 @@ import type { NlbState } from '../../../functions/aws/nlb-state';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService } from '../../support/core-objects';
+import { observedAsBuilt } from '../../support/observed-model';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 /**
@@ -50,49 +51,18 @@ function terminalMessage(run: () => unknown): string {
 
 /** What AWS reports after applying `desired` exactly, listener attributes and ALPN included. */
 function observedFrom(desired: DesiredLoadBalancer): Observed {
-  const tgArn = (key: string) => `arn:tg/${key}`;
-  return {
-    loadBalancer: {
-      arn: 'arn:lb/1',
-      name: desired.name,
-      dnsName: 'lb.example',
-      scheme: desired.scheme,
-      subnetIds: desired.subnetMappings.map((m) => m.subnetId),
-      pinnedAddresses: [],
-      securityGroupIds: [
-        'sg-frontend',
-        ...(desired.backendSecurityGroupId ? [desired.backendSecurityGroupId] : []),
-      ],
-      tags: desired.tags,
-      attributes: desired.attributes,
-    },
-    listeners: desired.listeners.map((l) => ({
-      arn: `arn:listener/${l.port}`,
-      port: l.port,
-      protocol: l.protocol,
-      targetGroupArn: tgArn(l.targetGroupKey),
+  return observedAsBuilt(desired, {
+    securityGroupIds: [
+      'sg-frontend',
+      ...(desired.backendSecurityGroupId ? [desired.backendSecurityGroupId] : []),
+    ],
+    listener: (l) => ({
       certificateArns: l.certificateArns,
       sslPolicy: l.sslPolicy,
       alpnPolicy: l.alpnPolicy,
       attributes: l.attributes,
-    })),
-    targetGroups: desired.targetGroups.map((tg) => ({
-      arn: tgArn(tg.key),
-      name: tg.name,
-      protocol: tg.protocol,
-      port: tg.port,
-      healthCheck: tg.healthCheck,
-      tags: tg.tags,
-      attributes: tg.attributes,
-      targets: tg.targets,
-    })),
-    securityGroup: {
-      id: 'sg-frontend',
-      name: desired.securityGroup.name,
-      ingress: desired.securityGroup.ingress,
-      tags: desired.securityGroup.tags,
-    },
-  };
+    }),
+  });
 }
 
 const listenerSteps = (steps: readonly Step[]) =>

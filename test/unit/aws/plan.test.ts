@@ -10,6 +10,7 @@ import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { testProviderSettings } from '../../support/nlb-settings';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { observedAsBuilt } from '../../support/observed-model';
 
 const settings: ProviderSettings = testProviderSettings;
 const subnets = [
@@ -35,45 +36,12 @@ function desiredFor(options: ServiceOptions = {}, hostList = hosts): DesiredLoad
 
 /** What AWS would report after applying `desired` exactly. */
 function observedFrom(desired: DesiredLoadBalancer): Observed {
-  const tgArn = (key: string) =>
-    `arn:tg/${desired.targetGroups.find((tg) => tg.key === key)?.name}`;
-  return {
-    loadBalancer: {
-      arn: 'arn:lb/1',
-      name: desired.name,
-      dnsName: 'lb.example',
-      scheme: desired.scheme,
-      subnetIds: desired.subnetMappings.map((m) => m.subnetId),
-      pinnedAddresses: desired.subnetMappings.filter((m) => m.allocationId || m.privateIPv4Address),
-      securityGroupIds: ['sg-frontend', 'sg-backend'],
-      tags: desired.tags,
-      attributes: desired.attributes,
-    },
-    listeners: desired.listeners.map((l) => ({
-      arn: `arn:listener/${l.port}`,
-      port: l.port,
-      protocol: l.protocol,
-      targetGroupArn: tgArn(l.targetGroupKey),
-      certificateArns: l.certificateArns,
-      sslPolicy: l.sslPolicy,
-    })),
-    targetGroups: desired.targetGroups.map((tg) => ({
-      arn: tgArn(tg.key),
-      name: tg.name,
-      protocol: tg.protocol,
-      port: tg.port,
-      healthCheck: tg.healthCheck,
-      tags: tg.tags,
-      attributes: tg.attributes,
-      targets: tg.targets,
-    })),
-    securityGroup: {
-      id: 'sg-frontend',
-      name: desired.securityGroup.name,
-      ingress: desired.securityGroup.ingress,
-      tags: desired.securityGroup.tags,
-    },
-  };
+  return observedAsBuilt(desired, {
+    targetGroupArn: ({ name }) => `arn:tg/${name}`,
+    pinnedAddresses: desired.subnetMappings.filter((m) => m.allocationId || m.privateIPv4Address),
+    securityGroupIds: ['sg-frontend', 'sg-backend'],
+    listener: (l) => ({ certificateArns: l.certificateArns, sslPolicy: l.sslPolicy }),
+  });
 }
 
 const kinds = (steps: readonly Step[]) => steps.map((s) => s.kind);

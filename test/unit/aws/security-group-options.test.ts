@@ -14,6 +14,7 @@ import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model
 import { InvariantError, TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { observedAsBuilt } from '../../support/observed-model';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
@@ -51,39 +52,13 @@ function problemOf(build: () => unknown): string {
 
 /** What AWS reports for an NLB built from `desired`, carrying `groups`, with `managed` still there. */
 function observed(desired: DesiredLoadBalancer, groups: string[], managed: boolean): Observed {
-  return {
-    loadBalancer: {
-      arn: 'arn:lb/1',
-      name: desired.name,
-      dnsName: 'lb.example',
-      scheme: desired.scheme,
-      subnetIds: desired.subnetMappings.map((m) => m.subnetId),
-      pinnedAddresses: [],
-      securityGroupIds: groups,
-      tags: desired.tags,
-      attributes: desired.attributes,
-    },
-    listeners: desired.listeners.map((l) => ({
-      arn: `arn:listener/${l.port}`,
-      port: l.port,
-      protocol: l.protocol,
-      targetGroupArn: `arn:tg/${l.targetGroupKey}`,
-      certificateArns: [],
-    })),
-    targetGroups: desired.targetGroups.map((tg) => ({
-      arn: `arn:tg/${tg.key}`,
-      name: tg.name,
-      protocol: tg.protocol,
-      port: tg.port,
-      healthCheck: tg.healthCheck,
-      tags: tg.tags,
-      attributes: tg.attributes,
-      targets: tg.targets,
-    })),
+  return observedAsBuilt(desired, {
+    securityGroupIds: groups,
+    listener: () => ({ certificateArns: [] }),
     securityGroup: managed
       ? { id: 'sg-managed', name: 'k8s-managed', ingress: [], tags: desired.securityGroup.tags }
       : undefined,
-  };
+  });
 }
 
 describe('aws-load-balancer-security-groups: the user frontend groups replace the managed one', () => {
