@@ -101,7 +101,7 @@ function callsSection(calls: ScenarioCalls[]): string {
   ].join('\n');
 }
 
-function propagationSection(p: PropagationResult): string {
+export function propagationSection(p: PropagationResult): string {
   const m = p.model;
   const rows = p.ours.map((ours, i) => {
     const seed = p.seed[i]!;
@@ -235,7 +235,7 @@ export function nodeQueueSection(p: PropagationResult): string {
             ]),
           ),
           '',
-          `Node sync ran ${ratio(burst.nodeQueue.nodeSyncMs, burst.sharedQueue.nodeSyncMs)} of the time it took on the shared queue. The NLBs themselves still wait for the registration budget, which the burst holds: the node reaches them with the burst's own host updates.`,
+          `Node sync ran ${s(burst.nodeQueue.nodeSyncMs)} after the change with the node queue, against ${s(burst.sharedQueue.nodeSyncMs)} behind the backlog on the shared queue. The NLBs themselves still wait for the registration budget, which the burst holds: the node reaches them with the burst's own host updates.`,
         ]
       : []),
   ].join('\n');

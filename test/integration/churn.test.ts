@@ -27,7 +27,10 @@ const changes = 20;
 let world: RuntimeWorld;
 
 beforeEach(async () => {
-  world = await createRuntimeWorld();
+  // One queue for all, and every host update through it: these tests interleave their own
+  // workers on that queue to race node sync and host updates (node-queue.test.ts covers the
+  // node queue and the host updates node sync runs itself).
+  world = await createRuntimeWorld({ directHostUpdates: 0 }, { nodeQueue: false });
 });
 
 afterEach(async () => {
@@ -171,7 +174,7 @@ function busyAcknowledgementsAreCovered(entries: readonly string[]): boolean {
   return lastBusy < lastRead;
 }
 
-describe('changes arriving during passes (S5 under churn)', () => {
+describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }, () => {
   it('a Service key: 20 annotation changes made during passes end with the NLB carrying the last one, with no busy acknowledgement left uncovered and no requeue delayed', async () => {
     await createTaggedService();
 

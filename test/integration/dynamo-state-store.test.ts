@@ -737,3 +737,32 @@ describe('table failures', () => {
     expect(await store.getEligibleHosts()).toEqual(before);
   });
 });
+
+describe('host set reads', () => {
+  it('reads the chunks of an unchanged host set once per instance, and a changed set again', async () => {
+    const writer = new DynamoStateStore(doc, tableName, clock);
+    const recorder = new AwsCallRecorder();
+    const reader = new DynamoStateStore(
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      tableName,
+      clock,
+    );
+    // Two chunks: 3,000 hosts with long names pass the 350 KB chunk size.
+    const big = eligible(Array.from({ length: 3000 }, (_, i) => host(i, 80)));
+    await writer.putEligibleHosts(big);
+    expect((await reader.getEligibleHosts())?.hosts).toHaveLength(3000);
+    expect(recorder.byOperation()).toEqual({ 'DynamoDB.GetItem': 3 });
+
+    recorder.reset();
+    expect(await reader.getEligibleHosts()).toEqual(await writer.getEligibleHosts());
+    expect(recorder.byOperation()).toEqual({ 'DynamoDB.GetItem': 1 });
+
+    await writer.putEligibleHosts(eligible([host(1), host(2)]));
+    recorder.reset();
+    expect((await reader.getEligibleHosts())?.hosts.map((h) => h.instanceId)).toEqual([
+      host(1).instanceId,
+      host(2).instanceId,
+    ]);
+    expect(recorder.byOperation()).toEqual({ 'DynamoDB.GetItem': 2 });
+  });
+});

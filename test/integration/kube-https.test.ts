@@ -237,7 +237,7 @@ describe('streamed reads (the forwarder’s list pages and watches) on the same 
   }
 
   it('a watch silent for longer than the request timeout is not cut: its later events arrive', async () => {
-    const { client, close } = await plainServer((req, res) => {
+    const { client, close } = await plainServer((_req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
       setTimeout(() => res.end('{"type":"ADDED","object":{"metadata":{"name":"b"}}}\n'), 400);
@@ -252,7 +252,7 @@ describe('streamed reads (the forwarder’s list pages and watches) on the same 
   });
 
   it('a refused read rejects with the status and body, as a watch’s 410 Gone re-list needs', async () => {
-    const { client, close } = await plainServer((req, res) => {
+    const { client, close } = await plainServer((_req, res) => {
       res.writeHead(410, { 'Content-Type': 'application/json' });
       res.end('{"kind":"Status","code":410,"reason":"Expired"}');
     });
