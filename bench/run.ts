@@ -20,6 +20,7 @@ import { measureCalls } from './scenarios/calls';
 import { costOf } from './scenarios/cost';
 import { forwarderBench } from './scenarios/forwarder';
 import { propagation } from './scenarios/propagation';
+import { scale } from './scenarios/scale';
 import { throughput } from './scenarios/throughput';
 
 const sizes = {
@@ -88,6 +89,7 @@ try {
     forwarderBench(endpoint, { services: sizes.forwarderServices, nodes: sizes.forwarderNodes }),
   );
   await stopMoto();
+  output.scale = await section('scale', () => scale());
   output.bundles = await section('bundles', () => measureBundles(sizes.coldRuns));
   const measured = output.throughput;
   if (measured !== undefined)
