@@ -74,9 +74,13 @@ export async function runNodeMessages(
       ctx.config.backoffBaseSeconds,
       ctx.config.backoffMaxSeconds,
     );
-    const failed = await comeBackLater(first.record, first.message, delay, ctx, ctx.nodeQueue).catch(
-      () => first.record.messageId,
-    );
+    const failed = await comeBackLater(
+      first.record,
+      first.message,
+      delay,
+      ctx,
+      ctx.nodeQueue,
+    ).catch(() => first.record.messageId);
     return failed === undefined ? [] : [failed];
   }
 }

@@ -70,7 +70,9 @@ export async function runNodeSync(
         const handed = await ctx.store.handBack(lease, 'keep');
         if (handed.kind === 'released') {
           ctx.metrics.count('HandedBackKeys');
-          await ctx.nodeQueue.send([{ v: 1, kind: 'node', reason: 'node changes during node sync' }]);
+          await ctx.nodeQueue.send([
+            { v: 1, kind: 'node', reason: 'node changes during node sync' },
+          ]);
         }
       }
     }
