@@ -45,6 +45,17 @@ export default defineConfig({
           sequence: { groupOrder: 2 },
         },
       },
+      {
+        // npm pack, an npm install into a temporary project, and a synth that bundles three
+        // functions: about a minute on a quiet machine.
+        test: {
+          name: 'package',
+          include: ['test/package/**/*.test.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 240_000,
+          sequence: first,
+        },
+      },
     ],
   },
 });

@@ -45,10 +45,14 @@ export function settingsWithClusterDefaults(
           clusterCertificateAuthorityData: cluster.clusterCertificateAuthorityData,
         }
       : {};
+  // Only what is missing is read: an imported cluster (eks.Cluster.fromClusterAttributes) throws
+  // for each attribute it was not given, so reading a setting the user gave would fail the synth.
   return {
-    clusterName: cluster.clusterName,
-    vpcId: cluster.vpc.vpcId,
-    nodeSecurityGroupIds: [cluster.clusterSecurityGroupId],
+    ...(given.clusterName === undefined ? { clusterName: cluster.clusterName } : {}),
+    ...(given.vpcId === undefined ? { vpcId: cluster.vpc.vpcId } : {}),
+    ...(given.nodeSecurityGroupIds === undefined
+      ? { nodeSecurityGroupIds: [cluster.clusterSecurityGroupId] }
+      : {}),
     ...eksAccess,
     ...given,
   };

@@ -66,9 +66,10 @@ export const forwarderServiceAccount = 'forwarder';
 const syncTimeout = Duration.seconds(syncTimeoutSeconds);
 /**
  * How long one node-sync run may take: a Node list, the state reads and, for a small fan-out, the
- * RegisterTargets/DeregisterTargets calls of a few Services (each a single call per target group).
+ * host updates of a few Services, which are syncs like service-sync's (a dirty key's next pass is
+ * a full sync, and each registration may wait for its slot on the shared budget): the same limit.
  */
-const nodeSyncTimeout = Duration.seconds(30);
+const nodeSyncTimeout = syncTimeout;
 /** AWS's rule for a queue a Lambda function consumes: a visibility timeout six times its timeout. */
 const visibilityFor = (timeout: Duration) => Duration.seconds(timeout.toSeconds() * 6);
 

@@ -65,7 +65,7 @@ export function budgetOn(
   clock: VirtualClock,
 ): RegistrationBudget {
   return new RegistrationBudget(new TatBudgetStore(item), spec, {
-    nowMs: () => clock.ms,
+    nowMs: () => clock.now().getTime(),
     sleep: (ms) => clock.sleep(ms),
   });
 }

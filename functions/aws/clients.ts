@@ -1,6 +1,6 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
+import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import type {
   FinalizeHandler,
   FinalizeHandlerArguments,
@@ -15,15 +15,12 @@ import type { RegistrationBudget } from './registration-budget';
 export interface NlbClients {
   readonly elbv2: ElasticLoadBalancingV2Client;
   readonly ec2: EC2Client;
-  readonly tagging: ResourceGroupsTaggingAPIClient;
-}
-
-export interface NlbClientOptions {
-  readonly region: string;
-  /** For emulators and tests; unset in AWS. */
-  readonly endpoint?: string | undefined;
-  readonly credentials?:
-    { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+  /**
+   * The tagging API, or a function that makes it on first use: only deletions and the sweep's
+   * orphan search need it, so a cold start does not load it.
+   */
+  readonly tagging:
+    ResourceGroupsTaggingAPIClient | (() => Promise<ResourceGroupsTaggingAPIClient>);
 }
 
 /**
@@ -41,21 +38,6 @@ const elbv2Families: readonly { readonly pattern: RegExp; readonly perSecond: nu
 ];
 
 const registrationFamily = /^(Register|Deregister)Targets$/;
-
-export function createNlbClients(
-  options: NlbClientOptions,
-  budget?: RegistrationBudget,
-): NlbClients {
-  // Adaptive retries slow the client down when AWS starts throttling (SDK-side token bucket).
-  const config = { ...options, maxAttempts: 5, retryMode: 'adaptive' as const };
-  const elbv2 = new ElasticLoadBalancingV2Client(config);
-  addRateLimits(elbv2, budget);
-  return {
-    elbv2,
-    ec2: new EC2Client(config),
-    tagging: new ResourceGroupsTaggingAPIClient(config),
-  };
-}
 
 /**
  * Throttles every attempt (retries included) of each API family of an ELBv2 client. With a budget,

@@ -1,4 +1,7 @@
-import { PutEventsCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type {
+  EventBridgeClient,
+  PutEventsCommand as PutEventsCommandType,
+} from '@aws-sdk/client-eventbridge';
 import { eventSource, type LifecycleEvent } from '../events/lifecycle-events';
 import type { LifecyclePublisher } from '../runtime/lifecycle-feed';
 
@@ -30,10 +33,28 @@ export interface EventBridgePublisherOptions {
  * their own, with backoff. Publishing never fails a sync: what is still rejected is reported.
  */
 export class EventBridgePublisher implements LifecyclePublisher {
+  /**
+   * The client, or a function that makes it on first use: the EventBridge client is loaded only
+   * by an instance that has an event to publish, not at every cold start.
+   */
   constructor(
-    private readonly client: EventBridgeClient,
+    private readonly client: EventBridgeClient | (() => Promise<EventBridgeClient>),
     private readonly options: EventBridgePublisherOptions,
   ) {}
+
+  private sdk:
+    | Promise<{ client: EventBridgeClient; PutEventsCommand: typeof PutEventsCommandType }>
+    | undefined;
+
+  private loaded() {
+    this.sdk ??= Promise.all([
+      typeof this.client === 'function' ? this.client() : Promise.resolve(this.client),
+      import('@aws-sdk/client-eventbridge'),
+    ]).then(([client, m]) => ({ client, PutEventsCommand: m.PutEventsCommand }));
+    // A failed load is tried again at the next publish.
+    this.sdk.catch(() => (this.sdk = undefined));
+    return this.sdk;
+  }
 
   async publish(events: readonly LifecycleEvent[]): Promise<PublishReport> {
     let published = 0;
@@ -58,7 +79,8 @@ export class EventBridgePublisher implements LifecyclePublisher {
     for (let attempt = 1; attempt <= attempts && pending.length > 0; attempt++) {
       if (attempt > 1) await sleep(100 * 2 ** (attempt - 2));
       try {
-        const result = await this.client.send(
+        const { client, PutEventsCommand } = await this.loaded();
+        const result = await client.send(
           new PutEventsCommand({
             Entries: pending.map((event) => ({
               EventBusName: this.options.busName,

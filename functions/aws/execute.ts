@@ -66,7 +66,7 @@ export interface ExecuteRequest {
 }
 
 /** AWS accepts at most this many targets per RegisterTargets call (the anchors batch by 200). */
-const registerBatch = 200;
+export const registerBatch = 200;
 
 /**
  * Runs a plan, recording every ARN in state as it goes. A failure is translated into the error

@@ -6,7 +6,10 @@ import {
   ModifyLoadBalancerAttributesCommand,
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { GetResourcesCommand } from '@aws-sdk/client-resource-groups-tagging-api';
+import type {
+  GetResourcesCommand as GetResourcesCommandType,
+  ResourceGroupsTaggingAPIClient,
+} from '@aws-sdk/client-resource-groups-tagging-api';
 import { errorMessage, NotFoundError, RequeueAfterError, TerminalError } from '../core/errors';
 import { stableHash, type JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
@@ -22,7 +25,7 @@ import type {
 } from '../sync/ports';
 import { isAwsError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
-import { describeChanges, executePlan } from './execute';
+import { describeChanges, executePlan, registerBatch } from './execute';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
 import {
   buildDesiredLoadBalancer,
@@ -285,19 +288,23 @@ export class NlbProvider implements LoadBalancerProvider {
       kind: 'register' | 'deregister',
       ids: readonly string[],
     ) => {
-      if (ids.length === 0) return;
-      const input = { TargetGroupArn: tg.arn, Targets: ids.map((Id) => ({ Id })) };
-      await this.clients.elbv2.send(
-        kind === 'register'
-          ? new RegisterTargetsCommand(input)
-          : new DeregisterTargetsCommand(input),
-      );
-      const current = new Set(tg.targets ?? []);
-      for (const id of ids) {
-        if (kind === 'register') current.add(id);
-        else current.delete(id);
+      // In batches, as execute.ts registers (a large scale-up in one window would be refused
+      // whole), recording each batch as it lands so a failure part-way keeps what was done.
+      for (let i = 0; i < ids.length; i += registerBatch) {
+        const batch = ids.slice(i, i + registerBatch);
+        const input = { TargetGroupArn: tg.arn, Targets: batch.map((Id) => ({ Id })) };
+        await this.clients.elbv2.send(
+          kind === 'register'
+            ? new RegisterTargetsCommand(input)
+            : new DeregisterTargetsCommand(input),
+        );
+        const current = new Set(tg.targets ?? []);
+        for (const id of batch) {
+          if (kind === 'register') current.add(id);
+          else current.delete(id);
+        }
+        tg.targets = [...current].sort();
       }
-      tg.targets = [...current].sort();
     };
     try {
       for (const c of changes) if (c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
@@ -502,6 +509,24 @@ export class NlbProvider implements LoadBalancerProvider {
   }
 
   /** Our NLBs, target groups and security groups carrying the cluster tag (and `filters`), all pages. */
+  private tagging:
+    | Promise<{
+        client: ResourceGroupsTaggingAPIClient;
+        GetResourcesCommand: typeof GetResourcesCommandType;
+      }>
+    | undefined;
+
+  /** The tagging API's client and command, loaded on first use (see NlbClients.tagging). */
+  private taggingApi() {
+    const given = this.clients.tagging;
+    this.tagging ??= Promise.all([
+      typeof given === 'function' ? given() : Promise.resolve(given),
+      import('@aws-sdk/client-resource-groups-tagging-api'),
+    ]).then(([client, m]) => ({ client, GetResourcesCommand: m.GetResourcesCommand }));
+    this.tagging.catch(() => (this.tagging = undefined));
+    return this.tagging;
+  }
+
   private async *tagged(
     filters: { Key: string; Values: string[] }[],
     action: string,
@@ -509,7 +534,8 @@ export class NlbProvider implements LoadBalancerProvider {
     let token: string | undefined;
     try {
       do {
-        const page = await this.clients.tagging.send(
+        const { client, GetResourcesCommand } = await this.taggingApi();
+        const page = await client.send(
           new GetResourcesCommand({
             TagFilters: [
               { Key: ownershipTags.cluster, Values: [this.settings.clusterName] },

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * One RegisterTargets/DeregisterTargets budget for every Lambda instance of the controller.
  *
@@ -202,6 +203,13 @@ export const systemTimer: BudgetTimer = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
+/**
+ * The time (ms, the budget timer's clock) by which the current sync's registrations must have
+ * their slots: a sync that would wait longer in total ends requeue-after instead of running into
+ * its function's timeout. Set around each key's passes (runtime/process-work.ts).
+ */
+export const registrationDeadline = new AsyncLocalStorage<number>();
+
 /** Books a slot for each RegisterTargets/DeregisterTargets attempt and waits for it. */
 export class RegistrationBudget {
   constructor(
@@ -217,9 +225,18 @@ export class RegistrationBudget {
   async take(operation: string): Promise<void> {
     const lane: BudgetLane = operation.startsWith('Deregister') ? 'deregister' : 'register';
     const nowMs = this.timer.nowMs();
-    const booking = await this.store.book(nowMs, slotRule(this.spec, lane));
+    const rule = slotRule(this.spec, lane);
+    // Within a sync, no slot past its registration deadline: the horizon bounds one call, and a
+    // sync makes several one after another.
+    const deadline = registrationDeadline.getStore();
+    const horizonMs =
+      deadline === undefined
+        ? rule.horizonMs
+        : Math.max(0, Math.min(rule.horizonMs, deadline - nowMs));
+    const booking = await this.store.book(nowMs, { ...rule, horizonMs });
     if (booking.kind === 'later') {
-      const seconds = Math.max(1, Math.ceil(booking.inMs / 1000));
+      // Come back when the slot would be within the lane's own horizon, not the deadline's.
+      const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));
       throw new RequeueAfterError(
         `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead; ${operation} waits ${seconds} s`,
         seconds,

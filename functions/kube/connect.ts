@@ -1,11 +1,8 @@
 import type { ControllerConfig } from '../config';
-import { RetryableError } from '../core/errors';
-import { redactSecrets } from '../core/redact';
 import type { Clock } from '../sync/ports';
 import { ClusterConnection } from './cluster-connection';
 import { mintEksToken, type EksToken } from './eks-token';
 import { KubeApiClient } from './kube-api-client';
-import { defaultConnection, kubeconfigAccess, kubeconfigFileConnection } from './kubeconfig';
 
 /** How long a kubeconfig read from Secrets Manager is reused before it is read again. */
 const secretCacheMs = 5 * 60 * 1000;
@@ -26,12 +23,18 @@ export function kubernetesConnector(
   const settings = config.kubernetes;
   switch (settings.mode) {
     case 'kubeconfig': {
-      const connection =
-        settings.path !== undefined
-          ? kubeconfigFileConnection(settings.path)
-          : defaultConnection(process.env);
-      const api = new KubeApiClient(connection);
-      return () => Promise.resolve(api);
+      // The YAML parser loads with the mode that reads YAML: the Lambda bundles (EKS or secret
+      // mode) keep it out of what every cold start imports. A bad file fails the first request.
+      const api = import('./kubeconfig').then(
+        (m) =>
+          new KubeApiClient(
+            settings.path !== undefined
+              ? m.kubeconfigFileConnection(settings.path)
+              : m.defaultConnection(process.env),
+          ),
+      );
+      api.catch(() => undefined);
+      return () => api;
     }
     case 'eks': {
       let token: EksToken | undefined;
@@ -92,6 +95,7 @@ export function kubernetesConnector(
           const secret = await client.send(
             new GetSecretValueCommand({ SecretId: settings.secretArn }),
           );
+          const { kubeConfigFromSecret } = await import('./kubeconfig-secret');
           const connection = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn);
           current?.api.close();
           current = { readAt: now, api: new KubeApiClient(connection) };
@@ -100,39 +104,6 @@ export function kubernetesConnector(
       };
     }
   }
-}
-
-/**
- * A kubeconfig read from Secrets Manager. The YAML parser's own message quotes the lines around
- * the fault, which hold the token or client key: only its reason and position are kept. Fixed by
- * whoever owns the secret, so retried (a dependency failure) until they do.
- */
-export function kubeConfigFromSecret(text: string, secretArn: string): ClusterConnection {
-  try {
-    return new ClusterConnection(kubeconfigAccess(text));
-  } catch (error) {
-    throw new RetryableError(
-      `the kubeconfig in Secrets Manager secret ${secretArn} cannot be read: ${parseProblem(error)}`,
-      { failureClass: 'dependency' },
-    );
-  }
-}
-
-function parseProblem(error: unknown): string {
-  if (typeof error !== 'object' || error === null) return 'not a kubeconfig';
-  const { reason, mark } = error as {
-    reason?: unknown;
-    mark?: { line?: unknown; column?: unknown };
-  };
-  if (typeof reason === 'string') {
-    const where =
-      typeof mark?.line === 'number' && typeof mark.column === 'number'
-        ? ` at line ${mark.line + 1}, column ${mark.column + 1}`
-        : '';
-    return `invalid YAML: ${reason}${where}`;
-  }
-  // Not a YAML error (a document of the wrong shape): kubeconfigAccess's messages name no values.
-  return error instanceof Error ? redactSecrets(error.message).slice(0, 300) : 'not a kubeconfig';
 }
 
 /** The endpoint and CA from configuration, or else from eks:DescribeCluster. */

@@ -4,6 +4,7 @@ import {
   type FinishResult,
   type Lease,
 } from '../aws/dynamo-state-store';
+import { registrationDeadline } from '../aws/registration-budget';
 import type { WorkQueue } from '../aws/sqs-work-queue';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { LifecycleEvent } from '../events/lifecycle-events';
@@ -39,6 +40,11 @@ export const maxPassesPerReceive = 5;
  * receive limit (and its DLQ) is kept for poison messages, never for throttling or a long outage.
  */
 export const resendAfterReceives = 8;
+/**
+ * How long a key's passes may wait, in all, for slots on the shared registration budget: half the
+ * functions' 60 s timeout, so waiting never runs a sync into it (the rest ends requeue-after).
+ */
+export const registrationWaitMs = 30_000;
 
 export type KeyMode = 'service' | 'hosts' | 'resync';
 
@@ -261,11 +267,22 @@ export type KeyFollowUp = { readonly message: WorkMessage; readonly seconds: num
  * changes arrive (dirty flag), at most `maxPassesPerReceive` times. Returns the message that must
  * come back and when, if any; throws nothing but what bringing it back would.
  */
-export async function runKey(
+export function runKey(
   key: ServiceKey,
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
   origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined } = {},
+): Promise<KeyFollowUp> {
+  return registrationDeadline.run(ctx.base.clock.now().getTime() + registrationWaitMs, () =>
+    runPasses(key, modes, ctx, origin),
+  );
+}
+
+async function runPasses(
+  key: ServiceKey,
+  modes: ReadonlySet<KeyMode>,
+  ctx: RuntimeContext,
+  origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined },
 ): Promise<KeyFollowUp> {
   const pass = origin.pass;
   const lifecycle = newCollector(ctx);

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
+import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -90,36 +90,46 @@ export function createRuntime(
   const ec2 = adapt(
     new EC2Client({ ...base, ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}) }),
   );
-  const tagging = adapt(
-    new ResourceGroupsTaggingAPIClient({
-      ...base,
-      ...(endpoints.tagging ? { endpoint: endpoints.tagging } : {}),
-    }),
-  );
   // Queue URLs carry a host, but the client needs its own endpoint (emulators, VPC endpoints).
   const sqs = adapt(
     new SQSClient({ ...base, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) }),
   );
 
+  const log = options.log ?? powertoolsLog();
+  const metrics = options.metrics ?? powertoolsMetrics();
+  for (const client of [elbv2, ec2, sqs, dynamodb]) countCalls(client, metrics);
+  // Loaded when a deletion or the sweep first looks for tagged resources, not at cold start.
+  const tagging = async () => {
+    const { ResourceGroupsTaggingAPIClient } =
+      await import('@aws-sdk/client-resource-groups-tagging-api');
+    const client = adapt(
+      new ResourceGroupsTaggingAPIClient({
+        ...base,
+        ...(endpoints.tagging ? { endpoint: endpoints.tagging } : {}),
+      }),
+    );
+    countCalls(client, metrics);
+    return client;
+  };
+  // Loaded on the first event to publish, not at cold start.
   const eventBridge =
     config.lifecycleEvents === undefined
       ? undefined
-      : adapt(
-          new EventBridgeClient({
-            ...base,
-            // Publishing must not eat the sync's time budget: short timeouts, few attempts;
-            // what does not get through goes back on the queue (lifecycle-feed.ts).
-            maxAttempts: Math.min(base.maxAttempts, 2),
-            requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
-            ...(endpoints.events ? { endpoint: endpoints.events } : {}),
-          }),
-        );
-
-  const log = options.log ?? powertoolsLog();
-  const metrics = options.metrics ?? powertoolsMetrics();
-  for (const client of [elbv2, ec2, tagging, sqs, dynamodb, eventBridge]) {
-    if (client !== undefined) countCalls(client, metrics);
-  }
+      : async () => {
+          const { EventBridgeClient } = await import('@aws-sdk/client-eventbridge');
+          const client = adapt(
+            new EventBridgeClient({
+              ...base,
+              // Publishing must not eat the sync's time budget: short timeouts, few attempts;
+              // what does not get through goes back on the queue (lifecycle-feed.ts).
+              maxAttempts: Math.min(base.maxAttempts, 2),
+              requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
+              ...(endpoints.events ? { endpoint: endpoints.events } : {}),
+            }),
+          );
+          countCalls(client, metrics);
+          return client;
+        };
   const connect = kubernetesConnector(config, clock);
   const claim = {
     loadBalancerClass: config.loadBalancerClass,

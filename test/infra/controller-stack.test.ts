@@ -397,11 +397,11 @@ describe('CDK app (infra/)', () => {
         Threshold: 660,
       });
       expect(String(alarm.Properties.AlarmDescription)).toContain('docs/operations.md#nodebacklog');
-      // With a short period, one failed delivery's visibility timeout (180 s) is what to outwait.
+      // With a short period, one failed delivery's visibility timeout (360 s) is what to outwait.
       const short = synth({ nodeSyncPeriodSeconds: '60' }).template;
       expect(
         resource(short, 'AWS::CloudWatch::Alarm', 'MonitoringNodeBacklog').Properties.Threshold,
-      ).toBe(240);
+      ).toBe(420);
       const body = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
       expect(body).toContain('Node queue');
       expect(body).toContain(nodeQueue);

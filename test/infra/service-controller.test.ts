@@ -165,6 +165,24 @@ describe('ServiceController, the construct for stacks of your own', { timeout: 1
     }
   });
 
+  it('takes an imported cluster, reading only the attributes the settings leave out', () => {
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Imported', {
+      env: { account: '123456789012', region: 'eu-west-1' },
+    });
+    // Imported by name only: its VPC, security group, endpoint and CA throw when read.
+    const cluster = eks.Cluster.fromClusterAttributes(stack, 'Cluster', { clusterName: 'prod' });
+    new ServiceController(stack, 'Lb', {
+      cluster,
+      vpcId: 'vpc-0123abcd',
+      nodeSecurityGroupIds: ['sg-0123456789abcdef0'],
+      clusterEndpoint: 'https://ABCDEF.gr7.eu-west-1.eks.amazonaws.com',
+      clusterCertificateAuthorityData: 'LS0tLS1CRUdJTg==',
+    });
+    const [config] = controllerConfigs(Template.fromStack(stack));
+    expect(JSON.stringify(config)).toContain('prod');
+    expect(JSON.stringify(config)).toContain('vpc-0123abcd');
+  });
+
   it('is what the README installs first, before the standalone app', () => {
     const readme = readFileSync('README.md', 'utf8');
     const install = readme.slice(

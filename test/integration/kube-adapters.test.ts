@@ -575,11 +575,11 @@ describe('kubernetesConnector', () => {
     expect(await connect()).toBe(first);
   });
 
-  it('kubeconfig mode: a missing file fails when the connector is built', () => {
+  it('kubeconfig mode: a missing file fails the first connection, naming the file', async () => {
     const path = join(dir, 'does-not-exist');
-    expect(() => kubernetesConnector(config({ mode: 'kubeconfig', path }), clock)).toThrow(
-      /ENOENT/,
-    );
+    const connect = kubernetesConnector(config({ mode: 'kubeconfig', path }), clock);
+    await expect(connect()).rejects.toThrow(/ENOENT.*does-not-exist/);
+    await expect(connect()).rejects.toThrow(/ENOENT/);
   });
 
   it('secret mode: reads the kubeconfig from Secrets Manager and talks to that cluster', async () => {

@@ -4,6 +4,7 @@ import {
   bookSlot,
   latestBookableTat,
   RegistrationBudget,
+  registrationDeadline,
   slotRule,
   TatBudgetStore,
   type TatItem,
@@ -165,5 +166,23 @@ describe('RegistrationBudget', () => {
     // A deregistration still gets in, 12.1 s from now.
     await budget.take('DeregisterTargets');
     expect(waits).toEqual([latestBookableTat(0, register) + 2_100 - register.toleranceMs]);
+  });
+
+  it('inside a sync, books no slot past its registration deadline, and says to come back when the lane would take it', async () => {
+    const now = { ms: 0 };
+    const item = new MemoryTatItem();
+    // The next registration slot is 8 s away: within the lane's 10 s horizon.
+    item.tat = register.toleranceMs + 8_000;
+    const { budget, waits } = budgetAt(now, item);
+    const error = await registrationDeadline
+      .run(5_000, () => budget.take('RegisterTargets'))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequeueAfterError);
+    expect((error as RequeueAfterError).seconds).toBe(1);
+    expect(waits).toEqual([]);
+    expect(item.tat).toBe(register.toleranceMs + 8_000);
+    // With time left before the deadline, the same slot is booked and waited for.
+    await registrationDeadline.run(9_000, () => budget.take('RegisterTargets'));
+    expect(waits).toEqual([8_000]);
   });
 });

@@ -131,3 +131,14 @@ describe('the ELBv2 client with a registration budget', () => {
     expect(bookings).toBe(1);
   });
 });
+
+describe('host updates of large target groups (a stub stands in for ELBv2: no emulator here holds hundreds of instances cheaply)', () => {
+  it('registers in batches of at most 200 targets per call', async () => {
+    const { clients, calls } = recordingClients();
+    const provider = new NlbProvider(clients, settings);
+    const hosts = Array.from({ length: 450 }, (_, i) => host(`i-${String(i).padStart(4, '0')}`));
+    await provider.updateLoadBalancer(service, hosts, stateWith({ 80: [] }));
+    expect(calls.map((c) => c.split(',').length)).toEqual([200, 200, 50]);
+    expect(calls.every((c) => c.startsWith('RegisterTargets 80 '))).toBe(true);
+  });
+});

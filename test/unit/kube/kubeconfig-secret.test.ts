@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errorKind, errorMessage, failureClassOf } from '../../../functions/core/errors';
-import { kubeConfigFromSecret } from '../../../functions/kube/connect';
+import { kubeConfigFromSecret } from '../../../functions/kube/kubeconfig-secret';
 
 const arn = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kubeconfig-AbCdEf';
 
