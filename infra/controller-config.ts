@@ -48,6 +48,8 @@ export function controllerConfigFor(
     backoffMaxSeconds: 300,
     leaseSeconds: resources.leaseSeconds,
     elbv2CallsPerSecond: settings.elbv2CallsPerSecond,
+    directHostUpdates: settings.directHostUpdates,
+    registrationBudget: { perSecond: settings.registrationsPerSecond, burst: 10 },
     orphanGraceSeconds: 900,
     aws: {
       vpcId: settings.vpcId,

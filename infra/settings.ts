@@ -108,6 +108,14 @@ export const controllerSettingsSchema = z.object({
   nodeSyncPeriodSeconds: integer(60, 900, 100),
   sweepPeriodSeconds: integer(300, 86400, 1800),
   elbv2CallsPerSecond: integer(1, 1000, 20),
+  /**
+   * RegisterTargets/DeregisterTargets per second that all function instances share (ELBv2's
+   * account-wide bucket refills at 4/s): lower it when other tools register targets in the
+   * account; 0 leaves registrations to each process's own limiter.
+   */
+  registrationsPerSecond: integer(0, 4, 4),
+  /** Node changes touching at most this many Services have their host updates run by node sync. */
+  directHostUpdates: integer(0, 50, 5),
   defaultScheme: z._default(z.enum(['internal', 'internet-facing']), 'internal'),
   defaultTags: z._default(z.record(z.string(), z.string()), {}),
   /**
