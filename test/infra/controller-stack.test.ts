@@ -169,10 +169,11 @@ describe('CDK app (infra/)', () => {
     const sync = template.findResources('AWS::Lambda::Function', {
       Properties: { Timeout: 60 },
     });
-    expect(Object.keys(sync).map((id) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual([
-      'NodeSync',
-      'ServiceSync',
-    ]);
+    expect(
+      Object.keys(sync)
+        .map((id) => id.replace(/[0-9A-F]{8}$/, ''))
+        .sort(),
+    ).toEqual(['NodeSync', 'ServiceSync']);
     template.resourceCountIs('AWS::SQS::QueuePolicy', 3);
   });
 
