@@ -358,7 +358,20 @@ function ourWorld(
     batchingWindowMs: model.batchingWindowMs,
     invokeMs: model.invokeMs,
   };
+  /** Both functions' event source mappings: service-sync's on the work queue, node-sync's on the node queue. */
+  const startFunctions = (stopped: () => boolean) => ({
+    work: runEventSourceMapping(queue, clock, runtimes, esm, stopped),
+    nodes: runEventSourceMapping(
+      nodeQueue,
+      clock,
+      nodeRuntimes,
+      nodeEsm,
+      stopped,
+      processNodeBatch,
+    ),
+  });
   return {
+    startFunctions,
     clock,
     account,
     queue,
@@ -404,18 +417,10 @@ export async function simulateOurs(
       nodeQueue,
     },
   );
-  const { clock, account, queue, table, kube, completions } = world;
+  const { clock, account, table, kube, completions } = world;
   let stopped = false;
   const main = (async () => {
-    const stats = runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
-    const nodeStats = runEventSourceMapping(
-      world.nodeQueue,
-      clock,
-      world.nodeRuntimes,
-      world.nodeEsm,
-      () => stopped,
-      processNodeBatch,
-    );
+    const { work: stats, nodes: nodeStats } = world.startFunctions(() => stopped);
     // The node joins: the forwarder sees the watch event and sends one `node` message.
     kube.nodes = [...kube.nodes, world.added];
     await clock.sleep(model.watchMs);
@@ -588,15 +593,7 @@ export async function simulateNodeChangeDuringBurst(options: {
   let nodeSyncAt = Number.NaN;
   let stopped = false;
   const main = (async () => {
-    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
-    runEventSourceMapping(
-      world.nodeQueue,
-      clock,
-      world.nodeRuntimes,
-      world.nodeEsm,
-      () => stopped,
-      processNodeBatch,
-    );
+    world.startFunctions(() => stopped);
     const burst = (async () => {
       for (let i = 0; i < burstServices; i += 10) {
         const keys = services.slice(i, Math.min(i + 10, burstServices));
@@ -664,7 +661,7 @@ export async function simulateSwap(
       budget: budget ?? undefined,
     },
   );
-  const { clock, account, queue, kube, completions } = world;
+  const { clock, account, kube, completions } = world;
   const removed = kube.nodes[0]!;
   const removedId = instanceId(1);
   const removals = new Map<string, number>();
@@ -677,15 +674,7 @@ export async function simulateSwap(
   };
   let stopped = false;
   const main = (async () => {
-    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
-    runEventSourceMapping(
-      world.nodeQueue,
-      clock,
-      world.nodeRuntimes,
-      world.nodeEsm,
-      () => stopped,
-      processNodeBatch,
-    );
+    world.startFunctions(() => stopped);
     kube.nodes = [...kube.nodes.filter((n) => n !== removed), world.added];
     await clock.sleep(model.watchMs);
     await world.nodeQueue.sendFromForwarder([{ v: 1, kind: 'node', reason: 'nodes changed' }]);

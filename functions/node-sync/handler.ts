@@ -2,6 +2,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processNodeBatch } from '../runtime/node-messages';
 import { scheduleTick } from '../runtime/node-sync';
 import { runtimeFromEnvironment } from '../runtime/runtime-instance';
+import { queueRecordsOf } from '../runtime/sqs-records';
 import { flushMetrics } from '../runtime/wiring';
 
 /** What EventBridge's scheduled rule sends; only its shape matters here. */
@@ -25,15 +26,7 @@ export async function handler(
   try {
     const runtime = runtimeFromEnvironment();
     if (!isQueueBatch(event)) return { chain: await scheduleTick(runtime) };
-    return await processNodeBatch(
-      event.Records.map((record) => ({
-        messageId: record.messageId,
-        body: record.body,
-        receiptHandle: record.receiptHandle,
-        receiveCount: Number(record.attributes.ApproximateReceiveCount || '1'),
-      })),
-      runtime,
-    );
+    return await processNodeBatch(queueRecordsOf(event), runtime);
   } finally {
     flushMetrics();
   }

@@ -106,6 +106,10 @@ function controllerConfigFor(value: unknown): string {
     [JSON.stringify({ Ref: 'AWS::Region' }), testRegion],
     [JSON.stringify({ Ref: logicalIdOf('AWS::SQS::Queue', 'WorkQueue') }), world.config.queueUrl],
     [
+      JSON.stringify({ Ref: logicalIdOf('AWS::SQS::Queue', 'NodeQueue') }),
+      world.config.nodeQueueUrl,
+    ],
+    [
       JSON.stringify({ Ref: logicalIdOf('AWS::SQS::Queue', 'DeadLetterQueue') }),
       world.config.deadLetterQueueUrl,
     ],

@@ -1,13 +1,11 @@
-import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
 import type { ControllerConfig } from '../../functions/config';
 import { nodeSyncLease } from '../../functions/runtime/node-sync';
 import { processWorkBatch } from '../../functions/runtime/process-work';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import { loadBalancerService } from '../support/kube-objects';
-import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;
 
@@ -28,19 +26,7 @@ async function createService(name: string) {
   await world.drain();
 }
 
-/** The instance IDs registered in each of the Service's target groups. */
-async function targetsOf(name: string): Promise<string[][]> {
-  const record = await world.runtime.store.getService(`default/${name}`);
-  const groups = Object.values(readNlbState(record?.provider).targetGroups ?? {});
-  const result: string[][] = [];
-  for (const group of groups) {
-    const health = await world.aws.clients.elbv2.send(
-      new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
-    );
-    result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());
-  }
-  return result;
-}
+const targetsOfService = (name: string) => targetsOf(world, `default/${name}`);
 
 /** What the forwarder does with a node change: a message on the node queue. */
 async function sendToNodeQueue(message: WorkMessage | string) {
@@ -68,7 +54,7 @@ describe(
       const { records, result } = await world.handleNodesOnce(1);
       expect(records).toHaveLength(1);
       expect(result.batchItemFailures).toEqual([]);
-      for (const group of await targetsOf('web')) expect(group).toContain(added.instanceId);
+      for (const group of await targetsOfService('web')) expect(group).toContain(added.instanceId);
       expect(world.aws.recorder.count('RegisterTargets')).toBe(2);
       expect(world.metrics.get('DirectHostUpdates')).toBe(1);
       expect(await world.queueDepth('work')).toEqual(nothing);
@@ -84,7 +70,7 @@ describe(
       const added = await world.addNode();
       await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
       await world.handleNodesOnce(1);
-      for (const group of await targetsOf('web')) expect(group).toContain(added.instanceId);
+      for (const group of await targetsOfService('web')) expect(group).toContain(added.instanceId);
       expect((await world.queueDepth('work')).visible).toBe(30);
     });
 
@@ -105,7 +91,7 @@ describe(
       await world.handle(records);
       await world.drain();
       for (const name of ['one', 'two']) {
-        for (const group of await targetsOf(name)) expect(group).toContain(added.instanceId);
+        for (const group of await targetsOfService(name)) expect(group).toContain(added.instanceId);
       }
     });
 

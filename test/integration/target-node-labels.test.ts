@@ -1,10 +1,8 @@
-import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
 import { loadBalancerService } from '../support/kube-objects';
-import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -26,19 +24,7 @@ async function createService(name: string, annotations: Record<string, string> =
   await world.drain();
 }
 
-/** The instance IDs registered in each of the Service's target groups, by port. */
-async function targetsOf(name: string): Promise<string[][]> {
-  const record = await world.runtime.store.getService(`default/${name}`);
-  const groups = Object.values(readNlbState(record?.provider).targetGroups ?? {});
-  const result: string[][] = [];
-  for (const group of groups) {
-    const health = await world.aws.clients.elbv2.send(
-      new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
-    );
-    result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());
-  }
-  return result;
-}
+const targetsOfService = (name: string) => targetsOf(world, `default/${name}`);
 
 async function labelNode(index: number, labels: Record<string, string | null>) {
   await world.api.patchNode(
@@ -54,16 +40,16 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     await labelNode(0, { 'example.com/role': 'ingress' });
     await createService('all');
     await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
-    expect(await targetsOf('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
-    expect(await targetsOf('picky')).toEqual([ids(0), ids(0)]);
+    expect(await targetsOfService('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
+    expect(await targetsOfService('picky')).toEqual([ids(0), ids(0)]);
 
     // A relabelled node joins the picky Service only: its two target groups, one call each.
     await labelNode(1, { 'example.com/role': 'ingress' });
     world.aws.recorder.reset();
     await world.send({ v: 1, kind: 'node', reason: 'node changed' });
     await world.drain();
-    expect(await targetsOf('picky')).toEqual([ids(0, 1), ids(0, 1)]);
-    expect(await targetsOf('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
+    expect(await targetsOfService('picky')).toEqual([ids(0, 1), ids(0, 1)]);
+    expect(await targetsOfService('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
     expect(world.aws.recorder.count('RegisterTargets')).toBe(2);
     expect(world.aws.recorder.count('DeregisterTargets')).toBe(0);
 
@@ -72,8 +58,8 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     world.aws.recorder.reset();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
-    expect((await targetsOf('all'))[0]).toContain(added.instanceId);
-    expect(await targetsOf('picky')).toEqual([ids(0, 1), ids(0, 1)]);
+    expect((await targetsOfService('all'))[0]).toContain(added.instanceId);
+    expect(await targetsOfService('picky')).toEqual([ids(0, 1), ids(0, 1)]);
     expect(world.aws.recorder.count('RegisterTargets')).toBe(2);
 
     // Losing the label takes the node out of the picky Service's target groups only.
@@ -81,7 +67,7 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     world.aws.recorder.reset();
     await world.send({ v: 1, kind: 'node', reason: 'node changed' });
     await world.drain();
-    expect(await targetsOf('picky')).toEqual([ids(1), ids(1)]);
+    expect(await targetsOfService('picky')).toEqual([ids(1), ids(1)]);
     expect(world.aws.recorder.count('DeregisterTargets')).toBe(2);
     expect(world.aws.recorder.count('RegisterTargets')).toBe(0);
   });
@@ -90,7 +76,7 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     await labelNode(2, { zone: 'b' });
     await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
     // No node carries the label yet: the Service has no targets, and says so.
-    expect(await targetsOf('picky')).toEqual([[], []]);
+    expect(await targetsOfService('picky')).toEqual([[], []]);
 
     await world.api.patchNamespacedService(
       {
@@ -102,7 +88,7 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     );
     await world.send({ v: 1, kind: 'service', key: 'default/picky' });
     await world.drain();
-    expect(await targetsOf('picky')).toEqual([ids(2), ids(2)]);
+    expect(await targetsOfService('picky')).toEqual([ids(2), ids(2)]);
 
     // Node sync now tracks `zone` and finds the Service up to date: no host update.
     world.aws.recorder.reset();
@@ -137,7 +123,7 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     const expected = [...ids(0), added.instanceId].sort();
-    expect(await targetsOf('picky')).toEqual([expected, expected]);
+    expect(await targetsOfService('picky')).toEqual([expected, expected]);
   });
 
   it('refuses an invalid selector with a Warning and creates nothing', async () => {

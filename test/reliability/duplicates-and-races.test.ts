@@ -14,7 +14,13 @@ let world: RuntimeWorld;
 let spans: { key: string; method: string; start: number; end: number }[];
 
 beforeEach(async () => {
-  world = await createRuntimeWorld({ backoffBaseSeconds: 1, backoffMaxSeconds: 4 });
+  // Host updates through the work queue, so a test can hold one back and race it against a
+  // spec change (node sync's own host updates take the same key lease: node-queue.test.ts).
+  world = await createRuntimeWorld({
+    backoffBaseSeconds: 1,
+    backoffMaxSeconds: 4,
+    directHostUpdates: 0,
+  });
   spans = [];
   const provider = world.runtime.provider as unknown as Record<
     string,

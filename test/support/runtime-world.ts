@@ -1,3 +1,4 @@
+import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+import { readNlbState } from '../../functions/aws/nlb-state';
 import { parseConfig, type ControllerConfig } from '../../functions/config';
 import type { Host } from '../../functions/core/hosts';
 import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
@@ -379,4 +381,18 @@ export async function createRuntimeWorld(
     },
   };
   return world;
+}
+
+/** The instance IDs registered in each of a Service's target groups (as AWS reports them). */
+export async function targetsOf(world: RuntimeWorld, key: string): Promise<string[][]> {
+  const record = await world.runtime.store.getService(key);
+  const groups = Object.values(readNlbState(record?.provider).targetGroups ?? {});
+  const result: string[][] = [];
+  for (const group of groups) {
+    const health = await world.aws.clients.elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
+    );
+    result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());
+  }
+  return result;
 }
