@@ -69,6 +69,13 @@ export class Forwarder {
       ...(options.now ? { now: options.now } : {}),
       onSendError: (error) =>
         log('warn', 'sending to the work queue failed; will retry', { error: String(error) }),
+      prepare: (message) =>
+        message.kind === 'heartbeat'
+          ? {
+              ...message,
+              sendFailures: this.publisher.metrics.sendFailures - this.reportedSendFailures,
+            }
+          : message,
       onSent: (messages) => {
         for (const message of messages) {
           if (message.kind === 'heartbeat') this.reportedSendFailures += message.sendFailures;
@@ -143,13 +150,14 @@ export class Forwarder {
 
   /**
    * Tells the functions this forwarder is alive, with the sends that failed since the last
-   * heartbeat got through (a heartbeat that fails is replaced by the next, which carries both).
+   * heartbeat got through. The count is filled in as the heartbeat is sent (`prepare`): one queued
+   * while another is in flight would otherwise report the same failures again.
    */
   private heartbeat(): Promise<void> {
     return this.publisher.enqueue({
       v: 1,
       kind: 'heartbeat',
-      sendFailures: this.publisher.metrics.sendFailures - this.reportedSendFailures,
+      sendFailures: 0,
       pending: this.publisher.depth,
     });
   }

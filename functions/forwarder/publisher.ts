@@ -13,7 +13,12 @@ export interface PublisherOptions {
   readonly sleep: (ms: number) => Promise<void>;
   readonly now?: () => number;
   readonly onSendError?: (error: unknown) => void;
-  /** Each batch SQS took, after it left the buffer. */
+  /**
+   * Fills in a message as it leaves the buffer, so figures it reports (a heartbeat's failed
+   * sends) are read when it is sent, not when it was queued behind a send still in flight.
+   */
+  readonly prepare?: (message: WorkMessage) => WorkMessage;
+  /** Each batch SQS took, after it left the buffer, as it was sent. */
   readonly onSent?: (messages: readonly WorkMessage[]) => void;
 }
 
@@ -151,13 +156,15 @@ export class Publisher {
         continue;
       }
       const batch = this.nextBatch(10);
+      const prepare = this.options.prepare ?? ((message: WorkMessage) => message);
+      const outgoing = batch.map(([, message]) => prepare(message));
       try {
-        await this.send(batch.map(([, message]) => message));
+        await this.send(outgoing);
         for (const [id, message] of batch) this.sent(id, message);
         this.metrics.forwarded += batch.length;
         failures = 0;
         this.failingSinceMs = undefined;
-        this.options.onSent?.(batch.map(([, message]) => message));
+        this.options.onSent?.(outgoing);
         while (this.spaceWaiters.length > 0 && this.pending.size < this.options.capacity)
           this.spaceWaiters.shift()?.();
       } catch (error) {

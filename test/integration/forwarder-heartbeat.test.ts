@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { AwsCallRecorder } from '../support/aws-calls';
+import type { WorkMessage } from '../../functions/runtime/messages';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;
@@ -65,5 +66,40 @@ describe('forwarder heartbeat', () => {
     );
     await world.handleOnce(1);
     expect(world.metrics.get('ForwarderHeartbeats')).toBe(0);
+  });
+
+  it('a heartbeat queued while another is in flight does not report the same failed sends again', async () => {
+    // A send we hold open decides the interleaving, so this does not depend on timing.
+    const heartbeats: number[] = [];
+    let calls = 0;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const send = async (messages: WorkMessage[]): Promise<void> => {
+      calls++;
+      if (calls <= 2) throw new Error('injected send failure');
+      const beat = messages.find((m) => m.kind === 'heartbeat');
+      if (beat !== undefined && heartbeats.length === 0) await held;
+      for (const m of messages) if (m.kind === 'heartbeat') heartbeats.push(m.sendFailures);
+    };
+    forwarder = new Forwarder({
+      kubeConfig: world.kube.kubeConfig({ as: world.rbac?.forwarder }),
+      claim: { loadBalancerClass: world.config.loadBalancerClass, claimClassless: false },
+      nodePolicy: 'stable',
+      send,
+      // Backoff outlasts a heartbeat period, so a heartbeat is queued after both failures.
+      sleep: () => new Promise((resolve) => setTimeout(resolve, 150)),
+      heartbeatSeconds: 0.05,
+    });
+    forwarder.start();
+    // The held heartbeat is in flight; wait until the next one is queued behind it.
+    await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(3));
+    const beatsBefore = forwarder.publisher.metrics.forwarded;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(forwarder.publisher.metrics.forwarded).toBe(beatsBefore);
+    release();
+    await vi.waitFor(() => expect(heartbeats.length).toBeGreaterThanOrEqual(3));
+    // The held heartbeat carries both failures; every later one, none (not 2 again, nor -2).
+    expect(heartbeats[0]).toBe(2);
+    expect(heartbeats.slice(1)).toEqual(heartbeats.slice(1).map(() => 0));
   });
 });
