@@ -61,6 +61,8 @@ export interface PhaseResult {
   readonly calls: Record<string, number>;
   readonly rru: number;
   readonly wru: number;
+  /** Write units by what was written: `Operation item-kind` (the key's prefix), per phase. */
+  readonly wruByItem: Record<string, number>;
   readonly kubeRequests: number;
   /** Mean duration of one call to moto (ELBv2/EC2/SQS/DynamoDB), to judge how much moto weighs. */
   readonly motoCallMs: number;
@@ -327,6 +329,7 @@ export async function throughput(
       calls: byOperation,
       rru: sum(calls.map((c) => c.rru)),
       wru: sum(calls.map((c) => c.wru)),
+      wruByItem: writeUnitsByItem(calls),
       kubeRequests: kube.requests.length - requestMark,
       motoCallMs: round(sum(moto.map((c) => c.ms)) / Math.max(1, moto.length), 1),
     };
@@ -494,4 +497,18 @@ async function quiet(count: () => number): Promise<void> {
     if (now === last) return;
     last = now;
   }
+}
+
+/** Which items the write units went to: the operation and the key's prefix (`svc#`, `svclease#`…). */
+function writeUnitsByItem(calls: readonly MeteredCall[]): Record<string, number> {
+  const by: Record<string, number> = {};
+  for (const c of calls) {
+    if (c.wru === 0) continue;
+    const item = (c.input.Key ?? c.input.Item) as { pk?: unknown } | undefined;
+    const prefix =
+      typeof item?.pk === 'string' ? (/^[a-z]+#/.exec(item.pk)?.[0] ?? item.pk) : 'batch';
+    const name = `${c.operation} ${prefix}`;
+    by[name] = (by[name] ?? 0) + c.wru;
+  }
+  return by;
 }

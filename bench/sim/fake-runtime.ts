@@ -348,13 +348,20 @@ export class FakeStateTable {
     const now = this.clock.ms;
     const item = this.item(pk);
     if (item.leaseOwner === undefined || Number(item.leaseUntil) < now) {
+      const unverified = item.leaseOwner !== undefined || item.unverified === true;
       item.leaseOwner = owner;
       item.leaseUntil = now + ttlSeconds * 1000;
       item.fence = Number(item.fence ?? 0) + 1;
       item.dirty = false;
       return {
         acquired: true,
-        lease: { pk, owner, fence: Number(item.fence), failures: Number(item.failures ?? 0) },
+        lease: {
+          pk,
+          owner,
+          fence: Number(item.fence),
+          failures: Number(item.failures ?? 0),
+          unverified,
+        },
       };
     }
     await this.call();
@@ -366,6 +373,7 @@ export class FakeStateTable {
     lease: Lease,
     failures: 'reset' | 'increment' | 'keep',
     ttlSeconds: number,
+    unverified = false,
   ): Promise<FinishResult & { failures?: number }> {
     await this.call();
     const item = this.item(lease.pk);
@@ -373,11 +381,18 @@ export class FakeStateTable {
     if (holds && item.dirty !== true) {
       delete item.leaseOwner;
       delete item.leaseUntil;
+      if (unverified) item.unverified = true;
+      else delete item.unverified;
       if (failures === 'reset') item.failures = 0;
       if (failures === 'increment') item.failures = Number(item.failures ?? 0) + 1;
       // A Service's lease item goes (one DeleteItem) once its holder saw the record gone.
       const seen = this.seen.get(lease);
-      if (lease.pk.startsWith('svclease#') && seen?.hasRecord === false && !item.failures) {
+      if (
+        lease.pk.startsWith('svclease#') &&
+        seen?.hasRecord === false &&
+        !item.failures &&
+        !item.unverified
+      ) {
         await this.call();
         this.items.delete(lease.pk);
       }

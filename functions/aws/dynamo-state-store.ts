@@ -26,7 +26,7 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  *
  * | pk                   | holds |
  * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`, `nodeSelector`, `updatedAt`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone) |
- * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`; `failures`, `failingSince` (ms), `lastPassAt` |
+ * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`, `unverified`; `failures`, `failingSince` (ms), `lastPassAt` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
  * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
@@ -50,6 +50,14 @@ import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
  * bringing a deleted record back; TTL removes it (free) a day later, long after any holder is gone
  * (a Lambda runs at most 15 minutes, a lease outlasts it).
  *
+ * Why a known Service's record is written once per pass, after its AWS changes, and not also
+ * before them with the checkpoint cleared: a pass that fails writes that itself, and a pass that
+ * dies never releases its lease. Taking a lease that expired unreleased marks it `unverified`, as
+ * does releasing it after a pass that failed or only updated hosts while unverified; a holder of
+ * an unverified lease checks AWS (a drift check) instead of trusting the checkpoint, and only a
+ * full sync that completes clears the mark. The mark rides on the acquire and release writes the
+ * lease pays for anyway, so it costs no write; the record write it replaces cost 2–3 units.
+ *
  * Release 0.1 kept the lease on the `svc#` item. Its items are read as records; a live 0.1 lease
  * on one (`leaseOwner` with `leaseUntil` not past) makes the key busy: the 0.1 holder is marked
  * dirty so it runs once more, and no write lands while it lasts. The first write replaces the
@@ -62,6 +70,12 @@ export interface Lease {
   readonly fence: number;
   /** Failure count when the lease was taken. */
   readonly failures: number;
+  /**
+   * The record's checkpoint may not describe AWS: the last holder's lease expired unreleased (it
+   * died or overran, possibly half-way through AWS changes), or a pass since then left it so.
+   * The holder checks AWS instead of trusting the checkpoint (see the class comment).
+   */
+  readonly unverified: boolean;
 }
 
 export type AcquireResult =
@@ -141,13 +155,20 @@ export class DynamoStateStore {
             ':one': 1,
             ':false': false,
           },
-          ReturnValues: 'ALL_NEW',
+          // What the last holder left: a leaseOwner still there means it never released.
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      const item = result.Attributes ?? {};
+      const before = result.Attributes ?? {};
       return {
         acquired: true,
-        lease: { pk, owner, fence: Number(item.fence ?? 0), failures: Number(item.failures ?? 0) },
+        lease: {
+          pk,
+          owner,
+          fence: Number(before.fence ?? 0) + 1,
+          failures: Number(before.failures ?? 0),
+          unverified: typeof before.leaseOwner === 'string' || before.unverified === true,
+        },
       };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'take lease');
@@ -178,8 +199,9 @@ export class DynamoStateStore {
     lease: Lease,
     failures: FailureUpdate,
     ttlSeconds: number,
+    unverified = false,
   ): Promise<FinishResult & { failures?: number }> {
-    const released = await this.release(lease, failures, { unlessDirty: true });
+    const released = await this.release(lease, failures, { unlessDirty: true, unverified });
     if (released.kind === 'released') return released;
     try {
       await this.fencedUpdate(lease, 'SET dirty = :false, leaseUntil = :until', {
@@ -201,23 +223,35 @@ export class DynamoStateStore {
   async handBack(
     lease: Lease,
     failures: FailureUpdate,
+    unverified = false,
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'lost' }> {
-    const released = await this.release(lease, failures, { unlessDirty: false });
+    const released = await this.release(lease, failures, { unlessDirty: false, unverified });
     return released.kind === 'released' ? released : { kind: 'lost' };
   }
 
   private async release(
     lease: Lease,
     failures: FailureUpdate,
-    options: { unlessDirty: boolean },
+    options: { unlessDirty: boolean; unverified: boolean },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
     // failingSince: when the current run of failures began, for the sweep's failing-Services gauge.
-    const failureExpression =
-      failures === 'reset'
-        ? ', failures = :zero REMOVE leaseOwner, leaseUntil, failingSince'
-        : failures === 'increment'
-          ? ', failures = if_not_exists(failures, :zero) + :one, failingSince = if_not_exists(failingSince, :nowMs) REMOVE leaseOwner, leaseUntil'
-          : ' REMOVE leaseOwner, leaseUntil';
+    const set = [
+      ...(failures === 'reset' ? ['failures = :zero'] : []),
+      ...(failures === 'increment'
+        ? [
+            'failures = if_not_exists(failures, :zero) + :one',
+            'failingSince = if_not_exists(failingSince, :nowMs)',
+          ]
+        : []),
+      ...(options.unverified ? ['unverified = :true'] : []),
+    ];
+    const remove = [
+      'leaseOwner',
+      'leaseUntil',
+      ...(failures === 'reset' ? ['failingSince'] : []),
+      ...(options.unverified ? [] : ['unverified']),
+    ];
+    const failureExpression = `${set.map((a) => `, ${a}`).join('')} REMOVE ${remove.join(', ')}`;
     try {
       const result = await this.doc.send(
         new UpdateCommand({
@@ -236,6 +270,7 @@ export class DynamoStateStore {
             ...(failures === 'increment'
               ? { ':one': 1, ':nowMs': this.clock.now().getTime() }
               : {}),
+            ...(options.unverified ? { ':true': true } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -737,7 +772,7 @@ export class DynamoStateStore {
     if (!pk.startsWith('svclease#')) return;
     await this.conditionalDelete(
       pk,
-      'attribute_not_exists(leaseOwner) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
+      'attribute_not_exists(leaseOwner) AND attribute_not_exists(unverified) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
       { ':zero': 0, ':false': false },
     );
   }

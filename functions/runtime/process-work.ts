@@ -310,13 +310,21 @@ async function runPasses(
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
     let failureUpdate: FailureUpdate = 'keep';
+    // Whether the record's checkpoint may not describe AWS (see DynamoStateStore's comment).
+    let unverified = lease.unverified;
     for (let pass = 1; pass <= maxPassesPerReceive; pass++) {
       const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
       const started = ctx.base.clock.now().getTime();
+      const checksAws = mode === 'resync' || (mode === 'service' && unverified);
       outcome =
         mode === 'hosts'
           ? await syncHosts(key, deps)
-          : await syncService(key, deps, { ignoreCheckpoint: mode === 'resync' });
+          : await syncService(key, deps, { ignoreCheckpoint: checksAws });
+      // A full sync that completed (or reported a spec it cannot serve, which clears the
+      // checkpoint) vouches for the record; a pass that failed may have left AWS half-changed.
+      if (mode !== 'hosts' && (outcome.kind === 'done' || outcome.kind === 'terminal'))
+        unverified = false;
+      if (outcome.kind === 'retry' || outcome.kind === 'busy') unverified = true;
       ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
       ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
       logOutcome(ctx, outcome, { ...fields, mode, pass });
@@ -328,7 +336,7 @@ async function runPasses(
           : outcome.kind === 'retry'
             ? 'increment'
             : 'keep';
-      finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds);
+      finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds, unverified);
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
       mode = 'service';
@@ -338,7 +346,7 @@ async function runPasses(
       // Changes kept coming for every pass allowed. The messages that brought them were
       // acknowledged as busy, so this one must come back: give the lease up and requeue the key,
       // at once unless the last pass asked for a backoff or a fixed delay (S5, S6).
-      finish = await ctx.store.handBack(lease, failureUpdate);
+      finish = await ctx.store.handBack(lease, failureUpdate, unverified);
       handedBack = finish.kind === 'released';
       if (handedBack) {
         ctx.metrics.count('HandedBackKeys');
@@ -379,7 +387,7 @@ async function runPasses(
     ctx.metrics.count('UnexpectedFailures');
     // Best effort: a held lease would turn the key's next messages away as busy until it
     // expires, with this message (which covers them) still far off.
-    if (held !== undefined) await ctx.store.handBack(held, 'keep').catch(() => undefined);
+    if (held !== undefined) await ctx.store.handBack(held, 'keep', true).catch(() => undefined);
     lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return { message: again(mode, key, pass), seconds: ctx.config.backoffMaxSeconds };

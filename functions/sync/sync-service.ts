@@ -116,16 +116,15 @@ async function deleteRecorded(
   deps.lifecycle.subject(snapshot);
   const emit = (event: ControllerEvent) => deps.events.record(serviceReference(snapshot), event);
   try {
+    // Written only if the delete does not finish in this pass: a pass that completes removes the
+    // record, and one that dies is re-run from the record as it was (docs/design.md §3).
     const pending = pendingRecord(record, deps, { deleting: true });
-    if (!record.deleting) {
-      await emit(events.deleting);
-      await deps.state.putService(pending);
-    }
+    if (!record.deleting) await emit(events.deleting);
     let result;
     try {
       result = await deps.provider.ensureLoadBalancerDeleted(snapshot, record.provider);
     } catch (error) {
-      await keepPartialProviderState(pending, error, deps);
+      await keepFailedPass(pending, error, deps);
       await emit(events.deleteFailed(errorMessage(error)));
       return outcomeOf(error);
     }
@@ -161,36 +160,45 @@ async function deleteBranch(
   const ref = serviceReference(service);
   const { exists } = await deps.provider.getLoadBalancer(service, record?.provider);
   let deletedId: string | undefined;
+  /** The record to keep if the pass fails after the load balancer is gone: it vouches for nothing. */
+  let afterDelete: ServiceRecord | undefined;
   if (exists) {
     // The checkpoint is cleared (and the current spec kept) before AWS changes, so a flip back to
     // LoadBalancer after a failed delete cannot hit a checkpoint that describes a deleted NLB.
+    // It is written when the pass fails or must come back; a completed delete removes the record.
     const pending = record && pendingRecord(record, deps, { deleting: true, snapshot: service });
     if (!record?.deleting) await deps.events.record(ref, events.deleting);
-    if (pending !== undefined) await deps.state.putService(pending);
     let result;
     try {
       result = await deps.provider.ensureLoadBalancerDeleted(service, record?.provider);
     } catch (error) {
-      if (pending !== undefined) await keepPartialProviderState(pending, error, deps);
+      if (pending !== undefined) await keepFailedPass(pending, error, deps);
       throw error;
     }
-    if (pending !== undefined) await deps.state.putService({ ...pending, provider: result.state });
     deletedId = result.loadBalancerId;
+    afterDelete = pending && { ...pending, provider: result.state };
     if (result.requeueAfterSeconds !== undefined) {
+      if (afterDelete !== undefined) await deps.state.putService(afterDelete);
       return requeueAfter(
         result.requeueAfterSeconds,
         'load balancer resources are still being deleted',
       );
     }
   }
-  for (const finalizer of finalizers) await deps.kube.removeFinalizer(service, finalizer);
-  await deps.events.record(ref, events.deleted);
-  // The dead hostname must go even while another controller's finalizer keeps the Service alive
-  // (external-dns and the like would keep publishing it). Only a Service that our finalizers
-  // alone held is already gone, and a patch would find nothing.
-  const heldByOthers = (service.metadata?.finalizers ?? []).some((f) => !finalizers.includes(f));
-  if (!isBeingDeleted(service) || heldByOthers) await patchStatusIfChanged(service, {}, deps);
-  if (record !== undefined) await deps.state.deleteService(key);
+  try {
+    for (const finalizer of finalizers) await deps.kube.removeFinalizer(service, finalizer);
+    await deps.events.record(ref, events.deleted);
+    // The dead hostname must go even while another controller's finalizer keeps the Service
+    // alive (external-dns and the like would keep publishing it). Only a Service that our
+    // finalizers alone held is already gone, and a patch would find nothing.
+    const heldByOthers = (service.metadata?.finalizers ?? []).some((f) => !finalizers.includes(f));
+    if (!isBeingDeleted(service) || heldByOthers) await patchStatusIfChanged(service, {}, deps);
+    if (record !== undefined) await deps.state.deleteService(key);
+  } catch (error) {
+    // The old checkpoint must not survive the load balancer it described.
+    if (afterDelete !== undefined) await deps.state.putService(afterDelete).catch(() => undefined);
+    throw error;
+  }
   announceDeleted(service, record, deletedId, deps);
   return done;
 }
@@ -348,7 +356,11 @@ async function ensure(
   // Before anything is created, so a deletion cannot slip past us.
   await addFinalizerIfMissing(service, deps);
   if (hosts.hosts.length === 0) await deps.events.record(ref, events.unavailable);
-  // The snapshot is stored and the checkpoint cleared before the first AWS change (S7).
+  // A new Service's record is stored before the first AWS change (S7), so its deletion finds
+  // it. A known Service's is written once, after the provider: a pass that fails stores the
+  // snapshot with the checkpoint cleared (keepFailedPass), and one that dies leaves its lease to
+  // expire, which makes the next holder check AWS instead of trusting the checkpoint
+  // (`unverified` on the lease item, docs/design.md §3).
   const pending: ServiceRecord = {
     key,
     uid: service.metadata?.uid ?? '',
@@ -361,12 +373,13 @@ async function ensure(
     warned: record?.warned,
     updatedAt: deps.clock.now().toISOString(),
   };
-  await deps.state.putService(pending);
+  if (record === undefined) await deps.state.putService(pending);
   let result;
   try {
     result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider);
   } catch (error) {
-    await keepPartialProviderState(pending, error, deps);
+    if (record === undefined) await keepPartialProviderState(pending, error, deps);
+    else await keepFailedPass(pending, error, deps);
     throw error;
   }
   const outcome = await completeEnsure(service, record, pending, result, hosts, checkpoint, deps);
@@ -492,6 +505,19 @@ async function keepPartialProviderState(
 ): Promise<void> {
   const partial: ProviderState | undefined = providerStateOf(error);
   if (partial !== undefined) await deps.state.putService({ ...pending, provider: partial });
+}
+
+/**
+ * A pass that failed after the provider may have changed AWS: its snapshot is kept with the
+ * checkpoint cleared (and what the provider had created), so a spec flipped back to the last one
+ * applied is not taken for in sync.
+ */
+async function keepFailedPass(
+  pending: ServiceRecord,
+  error: unknown,
+  deps: SyncDependencies,
+): Promise<void> {
+  await deps.state.putService({ ...pending, provider: providerStateOf(error) ?? pending.provider });
 }
 
 function pendingRecord(

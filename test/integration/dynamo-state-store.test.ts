@@ -101,7 +101,7 @@ describe('leases', () => {
     const result = await store.acquire(webLease, 'worker-a', ttl);
     expect(result).toEqual({
       acquired: true,
-      lease: { pk: webLease, owner: 'worker-a', fence: 1, failures: 0 },
+      lease: { pk: webLease, owner: 'worker-a', fence: 1, failures: 0, unverified: false },
     });
     expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
@@ -122,7 +122,7 @@ describe('leases', () => {
     });
   });
 
-  it('still refuses at the expiry instant and takes over one millisecond later with fence 2', async () => {
+  it('still refuses at the expiry instant and takes over one millisecond later with fence 2, unverified', async () => {
     await take(webLease, 'worker-a');
     clock.advance(ttl);
     expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
@@ -130,9 +130,31 @@ describe('leases', () => {
     const taken = await store.acquire(webLease, 'worker-b', ttl);
     expect(taken).toEqual({
       acquired: true,
-      lease: { pk: webLease, owner: 'worker-b', fence: 2, failures: 0 },
+      // worker-a never released: whatever it was doing to AWS may be half done.
+      lease: { pk: webLease, owner: 'worker-b', fence: 2, failures: 0, unverified: true },
     });
     expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
+  });
+
+  it('a lease released cleanly is taken verified; one released unverified stays so until a release clears it', async () => {
+    const first = await take(webLease, 'worker-a');
+    await store.finish(first, 'reset', ttl);
+    const second = await take(webLease, 'worker-b');
+    expect(second.unverified).toBe(false);
+    await store.finish(second, 'increment', ttl, true);
+    expect(await store.getItem(webLease)).toMatchObject({ unverified: true });
+    const third = await take(webLease, 'worker-c');
+    expect(third.unverified).toBe(true);
+    await store.handBack(third, 'reset', false);
+    expect((await store.getItem(webLease))?.unverified).toBeUndefined();
+    expect((await take(webLease, 'worker-d')).unverified).toBe(false);
+  });
+
+  it('keeps an unverified lease item even when its holder saw no record', async () => {
+    const lease = await take(webLease, 'worker-a');
+    expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
+    await store.finish(lease, 'reset', ttl, true);
+    expect(await store.getItem(webLease)).toMatchObject({ unverified: true });
   });
 
   it('releases on finish and deletes the lease item when its holder saw no record', async () => {

@@ -304,6 +304,31 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(events.items.filter((e) => e.reason === 'EnsuringLoadBalancer')).toHaveLength(1);
   });
 
+  it('a sync after a holder that died mid-change (its lease expired unreleased) checks AWS instead of trusting the checkpoint', async () => {
+    await createService();
+    const { state } = await loadBalancer();
+    // What a holder that died half-way through changing the listeners leaves behind.
+    const listeners = await world.aws.clients.elbv2.send(
+      new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
+    );
+    const { DeleteListenerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
+    await world.aws.clients.elbv2.send(
+      new DeleteListenerCommand({ ListenerArn: listeners.Listeners?.[0]?.ListenerArn }),
+    );
+    // A clean release vouches for the checkpoint: a message for the same spec touches no AWS.
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect((await loadBalancer()).listeners).toHaveLength(1);
+
+    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
+    expect(dead.acquired).toBe(true);
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect((await loadBalancer()).listeners).toEqual(['TCP:443', 'TCP:80']);
+    const item = await world.runtime.store.getItem(serviceLeasePk(key));
+    expect(item?.unverified).toBeUndefined();
+  });
+
   it('a host update that finds the NLB and its target groups deleted by hand has the full sync recreate them, with no UpdateLoadBalancerFailed', async () => {
     await createService();
     const { state } = await loadBalancer();

@@ -462,6 +462,68 @@ describe('syncService: delete branch (S9)', () => {
     ]);
   });
 
+  it('writes a changed Service’s record once, after the provider (each record write costs 2–3 DynamoDB units)', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({
+      ...current,
+      spec: { ...current.spec, ports: [{ port: 8080, protocol: 'TCP', nodePort: 30888 }] },
+    });
+    w.log.clear();
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    const lines = w.log.lines('state', 'provider');
+    expect(lines.filter((l) => l.startsWith('state.putService'))).toEqual([
+      `state.putService ${key} checkpoint=set`,
+    ]);
+    const ensure = lines.findIndex((l) => l.startsWith('provider.ensureLoadBalancer'));
+    expect(lines.indexOf(`state.putService ${key} checkpoint=set`)).toBeGreaterThan(ensure);
+  });
+
+  it('an update whose provider call fails stores the new snapshot with the checkpoint cleared, so flipping back ensures again', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({
+      ...current,
+      spec: { ...current.spec, ports: [{ port: 8080, protocol: 'TCP', nodePort: 30888 }] },
+    });
+    w.provider.faults.failNext('ensureLoadBalancer', new RetryableError('Throttling'));
+    expect((await syncService(key, w.deps)).kind).toBe('retry');
+    expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
+    expect(w.state.records.get(key)?.snapshot.spec?.ports?.[0]?.port).toBe(8080);
+
+    w.kube.put(current);
+    w.log.clear();
+    await syncService(key, w.deps);
+    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
+      true,
+    );
+  });
+
+  it('a delete that completes writes no record before removing it', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, type: 'NodePort' } });
+    expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.log.lines('state').filter((l) => l.startsWith('state.putService'))).toEqual([]);
+    expect(w.state.records.get(key)).toBeUndefined();
+  });
+
+  it('a delete that fails after the LB is gone keeps no checkpoint, so flipping back ensures again', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    w.kube.put({ ...current, spec: { ...current.spec, type: 'NodePort' } });
+    w.kube.faults.failNext('removeFinalizer', new RetryableError('etcdserver: request timed out'));
+    expect((await syncService(key, w.deps)).kind).toBe('retry');
+    expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
+
+    w.kube.put(current);
+    w.log.clear();
+    await syncService(key, w.deps);
+    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
+      true,
+    );
+  });
+
   it('clears the checkpoint before deleting, so flipping back after a failed delete ensures again', async () => {
     const w = await ensured();
     const current = stored(w)!;
