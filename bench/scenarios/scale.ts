@@ -13,6 +13,7 @@
  *   items read, whatever the filter and projection keep).
  * - Hot keys: the items every host update or registration touches, per second of the node change.
  */
+import { encodeRecord } from '../../functions/aws/record-codec';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoStateStore } from '../../functions/aws/dynamo-state-store';
 import { toProviderState, maxRecordedTargets } from '../../functions/aws/nlb-state';
@@ -80,9 +81,11 @@ function itemBytes(item: Record<string, unknown>): number {
     bytes +=
       typeof value === 'string'
         ? Buffer.byteLength(value)
-        : typeof value === 'number'
-          ? Math.ceil(String(value).length / 2) + 1
-          : Buffer.byteLength(JSON.stringify(value ?? null));
+        : value instanceof Uint8Array
+          ? value.byteLength
+          : typeof value === 'number'
+            ? Math.ceil(String(value).length / 2) + 1
+            : Buffer.byteLength(JSON.stringify(value ?? null));
   }
   return bytes;
 }
@@ -121,12 +124,13 @@ function recordItem(key: string, ports: number, recordTargets: boolean): Record<
     hostsHash: 'h'.repeat(64),
     updatedAt: new Date(0).toISOString(),
   };
+  // Today's item is compressed (record-codec.ts); the "before" layout kept every target, as JSON.
   return {
     pk: `svc#${key}`,
-    rec: JSON.stringify(record),
+    ...(recordTargets ? { rec: JSON.stringify(record) } : { recz: encodeRecord(record) }),
     uid: 'uid-web',
     hostsHash: 'h'.repeat(64),
-    ver: 'v'.repeat(36),
+    ver: recordTargets ? 'v'.repeat(36) : 'v'.repeat(22),
   };
 }
 

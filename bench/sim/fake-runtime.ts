@@ -385,7 +385,8 @@ export class FakeStateTable {
       else delete item.unverified;
       if (failures === 'reset') item.failures = 0;
       if (failures === 'increment') item.failures = Number(item.failures ?? 0) + 1;
-      // A Service's lease item goes (one DeleteItem) once its holder saw the record gone.
+      // A Service's lease item goes once its holder saw the record gone: with no failures to
+      // keep, the release is that DeleteItem (DynamoStateStore.releaseByDeleting).
       const seen = this.seen.get(lease);
       if (
         lease.pk.startsWith('svclease#') &&
@@ -393,7 +394,6 @@ export class FakeStateTable {
         !item.failures &&
         !item.unverified
       ) {
-        await this.call();
         this.items.delete(lease.pk);
       }
       return { kind: 'released', failures: Number(item.failures ?? 0) };

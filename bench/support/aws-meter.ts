@@ -31,10 +31,12 @@ interface Meterable {
   readonly middlewareStack: MiddlewareStack<object, MetadataBearer>;
 }
 
-/** DynamoDB's item size: attribute names plus values (strings by UTF-8 length, numbers ~21 bytes max). */
+/** DynamoDB's item size: attribute names plus values (strings by UTF-8 length, binary by length, numbers ~21 bytes max). */
 export function itemBytes(value: unknown): number {
   if (value === null || value === undefined || typeof value === 'boolean') return 1;
   if (typeof value === 'string') return Buffer.byteLength(value);
+  // Binary attributes (a compressed record) count their bytes.
+  if (value instanceof Uint8Array) return value.byteLength;
   if (typeof value === 'number' || typeof value === 'bigint') {
     return Math.min(21, Math.ceil(String(value).replace(/[-.]/g, '').length / 2) + 1);
   }

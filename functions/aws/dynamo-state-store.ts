@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import {
   ConditionalCheckFailedException,
   TransactionCanceledException,
@@ -15,17 +15,18 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { BusyError, RetryableError, TerminalError } from '../core/errors';
+import { BusyError, InvariantError, RetryableError, TerminalError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
 import { lifecycleEventProblem, type LifecycleEvent } from '../events/lifecycle-events';
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
+import { decodeRecord, encodeRecord } from './record-codec';
 
 /**
  * The state table: one DynamoDB table, partition key `pk`.
  *
  * | pk                   | holds |
- * | `svc#<ns>/<name>`    | `rec` (the ServiceRecord as JSON), `uid`, `hostsHash`, `nodeSelector`, `updatedAt`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone) |
+ * | `svc#<ns>/<name>`    | `recz` (the ServiceRecord, compressed: record-codec.ts), `uid`, `hostsHash`, `nodeSelector`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone). Release 0.1 wrote the record as JSON in `rec` |
  * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`, `unverified`; `failures`, `failingSince` (ms), `lastPassAt` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
@@ -234,6 +235,17 @@ export class DynamoStateStore {
     failures: FailureUpdate,
     options: { unlessDirty: boolean; unverified: boolean },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
+    const seen = this.seen.get(lease);
+    if (
+      seen !== undefined &&
+      !seen.hasRecord &&
+      failures !== 'increment' &&
+      !options.unverified &&
+      (await this.releaseByDeleting(lease, failures, options.unlessDirty))
+    ) {
+      if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
+      return { kind: 'released', failures: 0 };
+    }
     // failingSince: when the current run of failures began, for the sweep's failing-Services gauge.
     const set = [
       ...(failures === 'reset' ? ['failures = :zero'] : []),
@@ -278,8 +290,12 @@ export class DynamoStateStore {
       // Only a holder that saw the record gone removes the lease item, and only without failures
       // to keep: a conditional delete that fails is still a billed write.
       const left = result.Attributes ?? {};
-      const seen = this.seen.get(lease);
-      if (seen !== undefined && !seen.hasRecord && !(Number(left.failures ?? 0) > 0)) {
+      if (
+        seen !== undefined &&
+        !seen.hasRecord &&
+        !(Number(left.failures ?? 0) > 0) &&
+        !options.unverified
+      ) {
         await this.removeIfEmpty(lease.pk);
         if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
       }
@@ -341,21 +357,19 @@ export class DynamoStateStore {
   async putService(record: ServiceRecord, lease: Lease): Promise<void> {
     if (lease.pk !== serviceLeasePk(record.key))
       throw new BusyError(`lease ${lease.pk} does not cover ${record.key}`);
-    const rec = JSON.stringify(record);
-    const bytes = Buffer.byteLength(rec);
-    if (bytes > maxRecordBytes) {
+    const recz = encodeRecord(record);
+    if (recz.byteLength > maxRecordBytes) {
       // DynamoDB would refuse it on every retry: the spec must shrink, so it is the user's to fix.
       throw new TerminalError(
-        `the Service's state record would be ${Math.ceil(bytes / 1024)} KiB, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
+        `the Service's state record would be ${Math.ceil(recz.byteLength / 1024)} KiB compressed, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
       );
     }
     await this.writeRecord(lease, record.key, {
-      rec,
+      recz,
       uid: record.uid,
       hostsHash: record.hostsHash ?? '',
       // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
       nodeSelector: record.nodeSelector ?? '',
-      updatedAt: record.updatedAt,
     });
   }
 
@@ -375,10 +389,11 @@ export class DynamoStateStore {
   private async writeRecord(
     lease: Lease,
     key: ServiceKey,
-    attributes: Record<string, string | number>,
+    attributes: Record<string, string | number | Uint8Array>,
   ): Promise<void> {
     const seen = this.seen.get(lease);
-    const ver = randomUUID();
+    // 16 random bytes: never reused, and a third of a UUID's length in an item billed per KB.
+    const ver = randomBytes(16).toString('base64url');
     const now = this.clock.now().getTime();
     try {
       await this.doc.send(
@@ -405,7 +420,7 @@ export class DynamoStateStore {
         `${key} was written by another holder since lease ${lease.pk} (fence ${lease.fence}) read it; not writing`,
       );
     }
-    this.seen.set(lease, { ver, hasRecord: 'rec' in attributes, legacyLeftover: false });
+    this.seen.set(lease, { ver, hasRecord: 'recz' in attributes, legacyLeftover: false });
   }
 
   /** Has a live 0.1 holder run once more, as its own acquire would have (S5). */
@@ -428,7 +443,8 @@ export class DynamoStateStore {
   async listServiceHosts(): Promise<ServiceHostsState[]> {
     const result: ServiceHostsState[] = [];
     for await (const item of this.scan(
-      'begins_with(pk, :svc) AND attribute_exists(rec)',
+      // uid is written with every record, of either release, and removed with it.
+      'begins_with(pk, :svc) AND attribute_exists(uid)',
       { ':svc': 'svc#' },
       'pk, hostsHash, nodeSelector',
     )) {
@@ -767,6 +783,44 @@ export class DynamoStateStore {
     }
   }
 
+  /**
+   * Releases a Service's lease by deleting its item, when its holder saw no record and has no
+   * failures to keep: one write instead of a release and a delete. False when the condition
+   * fails (dirty, failures left, or the lease lost); the caller then releases the usual way.
+   */
+  private async releaseByDeleting(
+    lease: Lease,
+    failures: FailureUpdate,
+    unlessDirty: boolean,
+  ): Promise<boolean> {
+    if (!lease.pk.startsWith('svclease#')) return false;
+    const conditions = [
+      'leaseOwner = :owner',
+      'fence = :fence',
+      ...(unlessDirty ? ['dirty = :false'] : []),
+      ...(failures === 'keep' ? ['(attribute_not_exists(failures) OR failures = :zero)'] : []),
+    ];
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: lease.pk },
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeValues: {
+            ':owner': lease.owner,
+            ':fence': lease.fence,
+            ...(unlessDirty ? { ':false': false } : {}),
+            ...(failures === 'keep' ? { ':zero': 0 } : {}),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw retryable(error, 'release lease');
+    }
+  }
+
   /** A Service lease item that holds nothing but failure bookkeeping at zero goes away. */
   private async removeIfEmpty(pk: string): Promise<void> {
     if (!pk.startsWith('svclease#')) return;
@@ -836,8 +890,24 @@ export class DynamoStateStore {
   }
 }
 
+/**
+ * The record an item holds. `rec` is what release 0.1 wrote; our writes replace the item whole, so
+ * an item with `rec` beside `recz` was written by 0.1 after us (a rollback) and `rec` is newer.
+ * 0.1 removes `rec` and `uid` when it deletes a record but leaves `recz`, so `recz` counts only
+ * with `uid` beside it.
+ */
 function parseRecord(item: Record<string, unknown> | undefined): ServiceRecord | undefined {
-  return typeof item?.rec === 'string' ? (JSON.parse(item.rec) as ServiceRecord) : undefined;
+  if (typeof item?.rec === 'string') return JSON.parse(item.rec) as ServiceRecord;
+  if (!(item?.recz instanceof Uint8Array) || typeof item.uid !== 'string') return undefined;
+  try {
+    return decodeRecord(item.recz);
+  } catch (error) {
+    // Written by a newer release (rolled back past a format change) or damaged: retrying cannot
+    // help, and guessing could delete what the record names.
+    throw new InvariantError(
+      `state item ${String(item.pk)}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
 }
 
 function parseStoredEvent(text: unknown): LifecycleEvent | undefined {

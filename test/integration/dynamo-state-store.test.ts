@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
@@ -14,7 +15,7 @@ import {
   servicePk,
   type Lease,
 } from '../../functions/aws/dynamo-state-store';
-import { BusyError, RetryableError } from '../../functions/core/errors';
+import { BusyError, InvariantError, RetryableError } from '../../functions/core/errors';
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { EligibleHosts } from '../../functions/core/node-sync-plan';
 import type { Clock, ServiceRecord } from '../../functions/sync/ports';
@@ -164,6 +165,33 @@ describe('leases', () => {
     expect(await store.getItem(webLease)).toBeUndefined();
   });
 
+  it('releases a holder that saw no record with one write, deleting the lease item', async () => {
+    const recorder = new AwsCallRecorder();
+    const counted = new DynamoStateStore(
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      tableName,
+      clock,
+    );
+    const result = await counted.acquire(webLease, 'worker-a', ttl);
+    if (!result.acquired) throw new Error('expected the lease');
+    expect(await counted.fencedBy(result.lease).getService('default/web')).toBeUndefined();
+    recorder.calls.length = 0;
+    expect(await counted.finish(result.lease, 'reset', ttl)).toEqual({
+      kind: 'released',
+      failures: 0,
+    });
+    expect(recorder.calls.map((c) => c.operation)).toEqual(['DeleteItem']);
+    expect(await store.getItem(webLease)).toBeUndefined();
+  });
+
+  it('a holder that saw no record but was asked for another pass runs again, its lease kept', async () => {
+    const lease = await take(webLease, 'worker-a');
+    expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'again' });
+    expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-a', dirty: false });
+  });
+
   it('keeps the lease item of a holder that never read the record (it cannot know it is gone)', async () => {
     const lease = await take(webLease, 'worker-a');
     await store.finish(lease, 'reset', ttl);
@@ -194,13 +222,18 @@ describe('leases', () => {
       ...big,
       snapshot: {
         ...big.snapshot,
-        metadata: { ...big.snapshot.metadata, annotations: { note: 'x'.repeat(3000) } },
+        // Random, so it stays several KB compressed.
+        metadata: {
+          ...big.snapshot.metadata,
+          annotations: { note: randomBytes(4000).toString('base64') },
+        },
       },
     });
     await store.finish(lease, 'increment', ttl);
     const size = (item: Record<string, unknown> | undefined) =>
       Object.entries(item ?? {}).reduce(
-        (n, [name, value]) => n + name.length + String(value).length,
+        (n, [name, value]) =>
+          n + name.length + (value instanceof Uint8Array ? value.byteLength : String(value).length),
         0,
       );
     expect(size(await store.getItem(webPk))).toBeGreaterThan(3000);
@@ -324,7 +357,6 @@ describe('fenced writes', () => {
     expect(await store.getItem(webPk)).toMatchObject({
       uid: 'uid-1',
       hostsHash: 'hash-1',
-      updatedAt: '2025-03-01T12:00:00.000Z',
       ver: expect.any(String) as unknown,
     });
     expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-a' });
@@ -612,6 +644,67 @@ describe('upgrade from release 0.1 (its lease on the record item)', () => {
     expect(await store.getItem(webPk)).toBeUndefined();
     expect(await store.getItem(webLease)).toBeUndefined();
     expect(await store.listServiceItems()).toEqual([]);
+  });
+});
+
+describe('record format', () => {
+  it('stores the record compressed in recz, beside uid, hostsHash and nodeSelector, under 1 KB', async () => {
+    const lease = await take(webLease, 'worker-a');
+    const view = store.fencedBy(lease);
+    await view.getService('default/web');
+    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    const item = await store.getItem(webPk);
+    expect(item?.recz).toBeInstanceOf(Uint8Array);
+    expect(item).not.toHaveProperty('rec');
+    expect(item).toMatchObject({ uid: 'uid-1', hostsHash: 'hash-1' });
+    expect(await store.getService('default/web')).toEqual(record('default/web', 'uid-1', 'hash-1'));
+  });
+
+  it('after a rollback, 0.1’s JSON written over a compressed record is the newer and is read', async () => {
+    const lease = await take(webLease, 'worker-a');
+    const view = store.fencedBy(lease);
+    await view.getService('default/web');
+    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    // Release 0.1's record write, as it sends it (SET, so recz stays).
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: webPk },
+        UpdateExpression: 'SET rec = :rec, uid = :uid, hostsHash = :hash',
+        ExpressionAttributeValues: {
+          ':rec': JSON.stringify(record('default/web', 'uid-1', 'hash-0.1')),
+          ':uid': 'uid-1',
+          ':hash': 'hash-0.1',
+        },
+      }),
+    );
+    expect((await store.getService('default/web'))?.hostsHash).toBe('hash-0.1');
+  });
+
+  it('after a rollback, a record 0.1 deleted (rec and uid removed, recz left) is gone', async () => {
+    const lease = await take(webLease, 'worker-a');
+    const view = store.fencedBy(lease);
+    await view.getService('default/web');
+    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    await doc.send(
+      new UpdateCommand({
+        TableName: tableName,
+        Key: { pk: webPk },
+        UpdateExpression: 'REMOVE rec, uid, hostsHash, nodeSelector',
+      }),
+    );
+    expect(await store.getService('default/web')).toBeUndefined();
+    expect(await store.listServiceHosts()).toEqual([]);
+  });
+
+  it('a record in a format this release does not know is an invariant error, not a missing record', async () => {
+    await doc.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { pk: webPk, recz: Uint8Array.of(9, 1, 2, 3), uid: 'uid-1', ver: 'v' },
+      }),
+    );
+    await expect(store.getService('default/web')).rejects.toBeInstanceOf(InvariantError);
   });
 });
 

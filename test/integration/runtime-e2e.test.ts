@@ -129,7 +129,10 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
       world.api.readNamespacedService({ name: 'web', namespace: 'default' }),
     ).rejects.toMatchObject({ code: 404 });
     // The record leaves a tombstone (removed by TTL); the lease item goes at once.
-    expect((await world.runtime.store.getItem(servicePk(key)))?.rec).toBeUndefined();
+    const tombstone = await world.runtime.store.getItem(servicePk(key));
+    expect(tombstone?.recz).toBeUndefined();
+    expect(tombstone?.uid).toBeUndefined();
+    expect(tombstone?.expiresAt).toBeDefined();
     expect(await world.runtime.store.getItem(serviceLeasePk(key))).toBeUndefined();
   });
 
@@ -395,8 +398,8 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(mutations).toEqual([]);
     // The only state writes are the lease's own (take and release), never the record.
     const itemAfter = await world.runtime.store.getItem(servicePk(key));
-    expect(itemAfter?.rec).toBe(item?.rec);
-    expect(itemAfter?.updatedAt).toBe(item?.updatedAt);
+    expect(itemAfter?.ver).toBe(item?.ver);
+    expect(itemAfter?.recz).toEqual(item?.recz);
     expect(world.metrics.get('Syncs{outcome=done,kind=resync}')).toBe(2);
   });
 

@@ -124,7 +124,15 @@ describe('upgrading from release 0.1: functions first, the 0.1 forwarder still r
           expect(found[attribute], `${pk} ${attribute}`).toBeUndefined();
         }
         // 0.1's key with failures and no Service: no record is brought back for it.
-        if (pk === 'svc#default/broken') expect(found.rec).toBeUndefined();
+        if (pk === 'svc#default/broken') {
+          expect(found.rec).toBeUndefined();
+          expect(found.recz).toBeUndefined();
+        }
+        // Every record left is in the current format: compressed, 0.1's JSON gone.
+        if (found.uid !== undefined) {
+          expect(found.rec, pk).toBeUndefined();
+          expect(found.recz?.B, pk).toBeDefined();
+        }
       }
       const meta = await item('hosts#meta');
       for (const chunk of await itemsStartingWith('hosts#chunk#')) {
