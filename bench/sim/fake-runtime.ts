@@ -441,6 +441,7 @@ export class FakeStateTable {
       },
       putService: (record) =>
         recordWrite(record.key, JSON.parse(JSON.stringify(record)) as ServiceRecord),
+      checkStorable: () => undefined,
       // A tombstone stays (DynamoDB's TTL removes it a day later).
       deleteService: (key) => recordWrite(key, undefined),
       listServiceHosts: () => this.listServiceHosts(),

@@ -94,7 +94,7 @@ export type FinishResult =
 export type FailureUpdate = 'reset' | 'increment' | 'keep';
 
 const chunkBytes = 350_000;
-/** A Service's record as JSON: DynamoDB items hold 400 KB, less the copied-out attributes. */
+/** A Service's record item, compressed record and copied-out attributes: DynamoDB items hold 400 KB, less `pk` and `ver`. */
 export const maxRecordBytes = 380 * 1024;
 
 export const servicePk = (key: ServiceKey) => `svc#${key}`;
@@ -236,11 +236,14 @@ export class DynamoStateStore {
     options: { unlessDirty: boolean; unverified: boolean },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
     const seen = this.seen.get(lease);
+    // With no record there is no checkpoint to distrust: the mark would only keep the item.
+    if (seen !== undefined && !seen.hasRecord) options = { ...options, unverified: false };
     if (
       seen !== undefined &&
       !seen.hasRecord &&
       failures !== 'increment' &&
-      !options.unverified &&
+      // Failures to keep make the conditional delete fail, a billed write for nothing.
+      !(failures === 'keep' && lease.failures > 0) &&
       (await this.releaseByDeleting(lease, failures, options.unlessDirty))
     ) {
       if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
@@ -314,6 +317,9 @@ export class DynamoStateStore {
     return {
       getService: (key) => this.getServiceFor(key, lease),
       putService: (record) => this.putService(record, lease),
+      checkStorable: (record) => {
+        storedRecordAttributes(record);
+      },
       deleteService: (key) => this.deleteService(key, lease),
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: () => this.getEligibleHosts(),
@@ -357,20 +363,7 @@ export class DynamoStateStore {
   async putService(record: ServiceRecord, lease: Lease): Promise<void> {
     if (lease.pk !== serviceLeasePk(record.key))
       throw new BusyError(`lease ${lease.pk} does not cover ${record.key}`);
-    const recz = encodeRecord(record);
-    if (recz.byteLength > maxRecordBytes) {
-      // DynamoDB would refuse it on every retry: the spec must shrink, so it is the user's to fix.
-      throw new TerminalError(
-        `the Service's state record would be ${Math.ceil(recz.byteLength / 1024)} KiB compressed, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
-      );
-    }
-    await this.writeRecord(lease, record.key, {
-      recz,
-      uid: record.uid,
-      hostsHash: record.hostsHash ?? '',
-      // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
-      nodeSelector: record.nodeSelector ?? '',
-    });
+    await this.writeRecord(lease, record.key, storedRecordAttributes(record));
   }
 
   /** Leaves a tombstone, so a stale holder cannot bring the record back (see the class comment). */
@@ -896,6 +889,31 @@ export class DynamoStateStore {
  * 0.1 removes `rec` and `uid` when it deletes a record but leaves `recz`, so `recz` counts only
  * with `uid` beside it.
  */
+/**
+ * A record's item attributes, or the TerminalError for a record DynamoDB would refuse on every
+ * retry (the item over its size limit): the spec must shrink, so it is the user's to fix.
+ */
+function storedRecordAttributes(record: ServiceRecord): Record<string, string | Uint8Array> {
+  const attributes = {
+    recz: encodeRecord(record),
+    uid: record.uid,
+    hostsHash: record.hostsHash ?? '',
+    // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
+    nodeSelector: record.nodeSelector ?? '',
+  };
+  const bytes = Object.entries(attributes).reduce(
+    (n, [name, value]) =>
+      n + name.length + (typeof value === 'string' ? Buffer.byteLength(value) : value.byteLength),
+    0,
+  );
+  if (bytes > maxRecordBytes) {
+    throw new TerminalError(
+      `the Service's state record would be ${Math.ceil(bytes / 1024)} KiB compressed, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
+    );
+  }
+  return attributes;
+}
+
 function parseRecord(item: Record<string, unknown> | undefined): ServiceRecord | undefined {
   if (typeof item?.rec === 'string') return JSON.parse(item.rec) as ServiceRecord;
   if (!(item?.recz instanceof Uint8Array) || typeof item.uid !== 'string') return undefined;

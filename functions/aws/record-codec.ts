@@ -12,8 +12,8 @@ import type { ServiceRecord } from '../sync/ports';
  * dictionary; it compresses a record in a fraction of a millisecond.
  *
  * The dictionary of a format byte can never change once released (stored records name it): a
- * better one gets a new format byte, and readers keep every older one. The test in
- * test/unit/aws/record-codec.test.ts pins it.
+ * better one gets a new format byte, read by one release before another writes it (so a rollback
+ * can read it), and readers keep every older one. test/unit/aws/record-codec.test.ts pins it.
  */
 const formatDictionaryV1 = 1;
 

@@ -259,14 +259,15 @@ export function withRegistrationDeadline<T>(deadlineMs: number, work: () => Prom
 }
 
 /**
- * Says how many RegisterTargets and DeregisterTargets calls the current sync is about to make,
- * so their slots are booked in one write. Outside a sync it does nothing.
+ * Says how many RegisterTargets and DeregisterTargets calls the current plan is about to make,
+ * so their slots are booked in one write. It replaces what an earlier plan of the sync said (a
+ * pass that failed before registering leaves nothing behind). Outside a sync it does nothing.
  */
 export function expectRegistrations(calls: Partial<Record<BudgetLane, number>>): void {
   const sync = syncRegistrations.getStore();
   if (sync === undefined) return;
-  sync.planned.register += calls.register ?? 0;
-  sync.planned.deregister += calls.deregister ?? 0;
+  sync.planned.register = calls.register ?? 0;
+  sync.planned.deregister = calls.deregister ?? 0;
 }
 
 /** Books a slot for each RegisterTargets/DeregisterTargets attempt and waits for it. */
@@ -300,8 +301,14 @@ export class RegistrationBudget {
         : Math.max(0, Math.min(rule.horizonMs, sync.deadlineMs - nowMs));
     // What the sync said it will make, this call included, up to what an idle budget lets
     // through at once (more could never fit the horizon).
-    const count = Math.min(Math.max(1, sync?.planned[lane] ?? 0), Math.max(1, this.spec.burst));
-    const booking = await this.store.book(nowMs, { ...rule, horizonMs }, count);
+    let count = Math.min(Math.max(1, sync?.planned[lane] ?? 0), Math.max(1, this.spec.burst));
+    let booking = await this.store.book(nowMs, { ...rule, horizonMs }, count);
+    if (booking.kind === 'later' && count > 1) {
+      // A batch needs more room than one call: under a flood of single calls it would never
+      // fit, so this call books its own slot, as it would alone.
+      count = 1;
+      booking = await this.store.book(nowMs, { ...rule, horizonMs }, count);
+    }
     if (booking.kind === 'later') {
       // Come back when the slot would be within the lane's own horizon, not the deadline's.
       const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));

@@ -208,6 +208,11 @@ export interface ServiceRecord {
 export interface StateStore {
   getService(key: ServiceKey): Promise<ServiceRecord | undefined>;
   putService(record: ServiceRecord): Promise<void>;
+  /**
+   * Throws the TerminalError `putService` would for a record that cannot be stored (too large),
+   * without writing: a known Service's record is written only after AWS changed.
+   */
+  checkStorable(record: ServiceRecord): void;
   deleteService(key: ServiceKey): Promise<void>;
   listServiceHosts(): Promise<ServiceHostsState[]>;
   getEligibleHosts(): Promise<EligibleHosts | undefined>;

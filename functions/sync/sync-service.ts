@@ -374,6 +374,9 @@ async function ensure(
     updatedAt: deps.clock.now().toISOString(),
   };
   if (record === undefined) await deps.state.putService(pending);
+  // Nothing is written before AWS for a known Service, so a spec its record cannot hold is refused
+  // here, before the provider applies it.
+  else deps.state.checkStorable(pending);
   let result;
   try {
     result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider);

@@ -151,11 +151,19 @@ describe('leases', () => {
     expect((await take(webLease, 'worker-d')).unverified).toBe(false);
   });
 
-  it('keeps an unverified lease item even when its holder saw no record', async () => {
+  it('keeps an unverified lease item beside a record, and drops the mark where there is no record to distrust', async () => {
     const lease = await take(webLease, 'worker-a');
-    expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
+    const view = store.fencedBy(lease);
+    await view.getService('default/web');
+    await view.putService(record('default/web', 'uid-1'));
     await store.finish(lease, 'reset', ttl, true);
     expect(await store.getItem(webLease)).toMatchObject({ unverified: true });
+
+    const other = serviceLeasePk('default/gone');
+    const empty = await take(other, 'worker-b');
+    expect(await store.fencedBy(empty).getService('default/gone')).toBeUndefined();
+    await store.finish(empty, 'reset', ttl, true);
+    expect(await store.getItem(other)).toBeUndefined();
   });
 
   it('releases on finish and deletes the lease item when its holder saw no record', async () => {

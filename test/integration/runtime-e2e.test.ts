@@ -173,6 +173,8 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const first = await world.handleOnce();
     expect(first.result.batchItemFailures).toHaveLength(1);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures).toBe(1);
+    // A failed pass may have changed AWS: its lease says the checkpoint is not to be trusted.
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBe(true);
     expect(await world.receive(0)).toEqual([]); // invisible for 1 s
     const second = await world.handleOnce(3);
     expect(second.records[0]?.receiveCount).toBe(2);
@@ -184,6 +186,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(third.records[0]?.receiveCount).toBe(3);
     expect(third.result.batchItemFailures).toEqual([]);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures).toBe(0);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
   });
 
   it('replaces a much-retried message with a fresh delayed one, so throttling never reaches the DLQ', async () => {

@@ -3,7 +3,7 @@
  * so tests can assert the order of calls across ports (finalizer before any cloud call, and so on).
  */
 import type { ClaimPolicy } from '../../functions/core/claim';
-import { NotFoundError } from '../../functions/core/errors';
+import { NotFoundError, TerminalError } from '../../functions/core/errors';
 import type { ControllerEvent } from '../../functions/core/events';
 import { canonicalJson, stableHash } from '../../functions/core/hash';
 import type { Host } from '../../functions/core/hosts';
@@ -371,7 +371,18 @@ export class InMemoryStateStore implements StateStore {
     return Promise.resolve(record === undefined ? undefined : structuredClone(record));
   }
 
+  /** Records whose JSON is longer are refused as too large (DynamoStateStore compresses and measures). */
+  maxRecordJsonBytes = Number.POSITIVE_INFINITY;
+
+  checkStorable(record: ServiceRecord): void {
+    const bytes = Buffer.byteLength(JSON.stringify(record));
+    if (bytes > this.maxRecordJsonBytes) {
+      throw new TerminalError(`the Service's state record would be ${bytes} bytes, over the limit`);
+    }
+  }
+
   putService(record: ServiceRecord): Promise<void> {
+    this.checkStorable(record);
     this.log.add(
       'state',
       'putService',

@@ -222,4 +222,18 @@ describe('RegistrationBudget', () => {
     await budget.take('RegisterTargets');
     expect(item.writes).toBe(5);
   });
+
+  it('a batch that does not fit books the one call that does, so a flood of single calls cannot starve it', async () => {
+    const now = { ms: 0 };
+    const item = new MemoryTatItem();
+    // Room for one more slot within the horizon, not for four.
+    item.tat = latestBookableTat(0, register);
+    const { budget, waits } = budgetAt(now, item);
+    await withRegistrationDeadline(60_000, async () => {
+      expectRegistrations({ register: 4 });
+      await budget.take('RegisterTargets');
+    });
+    expect(waits).toEqual([register.horizonMs]);
+    expect(item.tat).toBe(latestBookableTat(0, register) + register.intervalMs);
+  });
 });

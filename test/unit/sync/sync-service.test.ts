@@ -499,6 +499,26 @@ describe('syncService: delete branch (S9)', () => {
     );
   });
 
+  it('refuses a known Service whose new spec its record cannot hold before the provider applies it', async () => {
+    const w = await ensured();
+    const current = stored(w)!;
+    const recorded = JSON.stringify(w.state.records.get(key)).length;
+    w.state.maxRecordJsonBytes = recorded + 200;
+    w.kube.put({
+      ...current,
+      metadata: {
+        ...current.metadata,
+        annotations: {
+          'service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags': `team=${'x'.repeat(400)}`,
+        },
+      },
+    });
+    w.log.clear();
+    expect((await syncService(key, w.deps)).kind).toBe('terminal');
+    expect(w.log.lines('provider').filter((l) => l.startsWith('provider.ensure'))).toEqual([]);
+    expect(w.events.reasons()).toContain('Warning SyncLoadBalancerFailed');
+  });
+
   it('a delete that completes writes no record before removing it', async () => {
     const w = await ensured();
     const current = stored(w)!;
@@ -524,7 +544,7 @@ describe('syncService: delete branch (S9)', () => {
     );
   });
 
-  it('clears the checkpoint before deleting, so flipping back after a failed delete ensures again', async () => {
+  it('a delete that fails clears the checkpoint, so flipping back ensures again', async () => {
     const w = await ensured();
     const current = stored(w)!;
     w.kube.put({ ...current, spec: { ...current.spec, type: 'NodePort' } });
