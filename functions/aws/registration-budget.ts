@@ -18,10 +18,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * ahead as registrations: when the budget is saturated, only removals still get in, so a node that
  * left (or may no longer serve a Service) leaves every NLB before new nodes join them.
  *
- * Cost: one DynamoDB write of a tiny item (1 WRU) per booking, two when another instance changed
- * the item in between. A sync that says how many calls it will make (`expectRegistrations`: a
- * create registers every target group, a host update changes each) books them in one write, up to
- * the burst, each at the time the same number of single bookings would have given it. When the table cannot be reached the per-process limiter decides (the
+ * Cost: one DynamoDB write of a tiny item (1 WRU) per attempt, two when another instance changed
+ * the item in between. When the table cannot be reached the per-process limiter decides (the
  * budget is a courtesy to AWS's bucket, which still protects itself by throttling).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -80,44 +78,21 @@ export type Booking =
  * GCRA: a call at `nowMs` against the stored `tat` (undefined: never used). A `tat` in the past
  * means an idle budget: it restarts from now, so idle time never adds up beyond the burst.
  */
-export function bookSlot(
-  tat: number | undefined,
-  nowMs: number,
-  rule: SlotRule,
-  count = 1,
-): Booking {
+export function bookSlot(tat: number | undefined, nowMs: number, rule: SlotRule): Booking {
   const base = tat === undefined || tat < nowMs ? nowMs : tat;
   const atMs = Math.max(nowMs, base - rule.toleranceMs);
-  // Booked together, `count` slots are booked only if the last is within the horizon.
-  const lastMs = Math.max(nowMs, base + (count - 1) * rule.intervalMs - rule.toleranceMs);
-  if (lastMs - nowMs > rule.horizonMs)
-    return { kind: 'later', inMs: lastMs - nowMs - rule.horizonMs };
-  return { kind: 'slot', atMs, tat: base + count * rule.intervalMs };
+  if (atMs - nowMs > rule.horizonMs) return { kind: 'later', inMs: atMs - nowMs - rule.horizonMs };
+  return { kind: 'slot', atMs, tat: base + rule.intervalMs };
 }
 
-/**
- * The greatest stored `tat` that still gives `count` slots within the horizon (the busy update's
- * guard).
- */
-export function latestBookableTat(nowMs: number, rule: SlotRule, count = 1): number {
-  return nowMs + rule.toleranceMs + rule.horizonMs - (count - 1) * rule.intervalMs;
-}
-
-/**
- * The times of `count` slots booked together at `nowMs` that left the item at `tat`: what as many
- * single bookings one after another would have given.
- */
-export function slotTimes(tat: number, count: number, nowMs: number, rule: SlotRule): number[] {
-  const base = tat - count * rule.intervalMs;
-  return Array.from({ length: count }, (_, i) =>
-    Math.max(nowMs, base + i * rule.intervalMs - rule.toleranceMs),
-  );
+/** The greatest stored `tat` that still gives a slot within the horizon (the busy update's guard). */
+export function latestBookableTat(nowMs: number, rule: SlotRule): number {
+  return nowMs + rule.toleranceMs + rule.horizonMs;
 }
 
 /** Books slots for the budget (the state table in AWS; virtual time in the benchmark). */
 export interface BudgetStore {
-  /** Books `count` consecutive slots (1 when not given); `atMs` is the first. */
-  book(nowMs: number, rule: SlotRule, count?: number): Promise<Booking>;
+  book(nowMs: number, rule: SlotRule): Promise<Booking>;
 }
 
 /** What a conditional update of the budget item returns: the new `tat`, or the one that refused. */
@@ -147,21 +122,20 @@ export class TatBudgetStore implements BudgetStore {
 
   constructor(private readonly item: TatItem) {}
 
-  async book(nowMs: number, rule: SlotRule, count = 1): Promise<Booking> {
-    const width = count * rule.intervalMs;
+  async book(nowMs: number, rule: SlotRule): Promise<Booking> {
     for (let attempt = 0; attempt < 4; attempt++) {
       const known = this.lastTat;
       const stored =
         known === undefined || known < nowMs
-          ? await this.item.restart(nowMs, nowMs + width)
-          : await this.item.advance(nowMs, latestBookableTat(nowMs, rule, count), width);
+          ? await this.item.restart(nowMs, nowMs + rule.intervalMs)
+          : await this.item.advance(nowMs, latestBookableTat(nowMs, rule), rule.intervalMs);
       this.lastTat = stored.tat;
       if (stored.booked) {
-        const base = stored.tat - width;
+        const base = stored.tat - rule.intervalMs;
         return { kind: 'slot', atMs: Math.max(nowMs, base - rule.toleranceMs), tat: stored.tat };
       }
       // The other update may apply now; past the horizon, neither will.
-      const booking = bookSlot(stored.tat, nowMs, rule, count);
+      const booking = bookSlot(stored.tat, nowMs, rule);
       if (booking.kind === 'later') return booking;
     }
     // Contended beyond reason: come back in a moment rather than spin on the item.
@@ -229,46 +203,12 @@ export const systemTimer: BudgetTimer = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-/** What one sync (one key's passes) has to do with the budget. */
-export interface SyncRegistrations {
-  /**
-   * The time (ms, the budget timer's clock) by which its registrations must have their slots: a
-   * sync that would wait longer in total ends requeue-after instead of running into its
-   * function's timeout.
-   */
-  readonly deadlineMs: number;
-  /** Calls it said it will make and has not booked yet, per lane. */
-  readonly planned: Record<BudgetLane, number>;
-  /** Slots booked ahead for its next calls, earliest first, per lane. */
-  readonly spare: Record<BudgetLane, number[]>;
-}
-
-/** Set around each key's passes (runtime/process-work.ts). */
-export const syncRegistrations = new AsyncLocalStorage<SyncRegistrations>();
-
-/** Runs `work` as one sync whose registrations must have their slots by `deadlineMs`. */
-export function withRegistrationDeadline<T>(deadlineMs: number, work: () => Promise<T>) {
-  return syncRegistrations.run(
-    {
-      deadlineMs,
-      planned: { register: 0, deregister: 0 },
-      spare: { register: [], deregister: [] },
-    },
-    work,
-  );
-}
-
 /**
- * Says how many RegisterTargets and DeregisterTargets calls the current plan is about to make,
- * so their slots are booked in one write. It replaces what an earlier plan of the sync said (a
- * pass that failed before registering leaves nothing behind). Outside a sync it does nothing.
+ * The time (ms, the budget timer's clock) by which the current sync's registrations must have
+ * their slots: a sync that would wait longer in total ends requeue-after instead of running into
+ * its function's timeout. Set around each key's passes (runtime/process-work.ts).
  */
-export function expectRegistrations(calls: Partial<Record<BudgetLane, number>>): void {
-  const sync = syncRegistrations.getStore();
-  if (sync === undefined) return;
-  sync.planned.register = calls.register ?? 0;
-  sync.planned.deregister = calls.deregister ?? 0;
-}
+export const registrationDeadline = new AsyncLocalStorage<number>();
 
 /** Books a slot for each RegisterTargets/DeregisterTargets attempt and waits for it. */
 export class RegistrationBudget {
@@ -284,31 +224,16 @@ export class RegistrationBudget {
    */
   async take(operation: string): Promise<void> {
     const lane: BudgetLane = operation.startsWith('Deregister') ? 'deregister' : 'register';
-    const sync = syncRegistrations.getStore();
-    const booked = sync?.spare[lane].shift();
-    if (booked !== undefined) {
-      const wait = booked - this.timer.nowMs();
-      if (wait > 0) await this.timer.sleep(wait);
-      return;
-    }
     const nowMs = this.timer.nowMs();
     const rule = slotRule(this.spec, lane);
     // Within a sync, no slot past its registration deadline: the horizon bounds one call, and a
     // sync makes several one after another.
+    const deadline = registrationDeadline.getStore();
     const horizonMs =
-      sync === undefined
+      deadline === undefined
         ? rule.horizonMs
-        : Math.max(0, Math.min(rule.horizonMs, sync.deadlineMs - nowMs));
-    // What the sync said it will make, this call included, up to what an idle budget lets
-    // through at once (more could never fit the horizon).
-    let count = Math.min(Math.max(1, sync?.planned[lane] ?? 0), Math.max(1, this.spec.burst));
-    let booking = await this.store.book(nowMs, { ...rule, horizonMs }, count);
-    if (booking.kind === 'later' && count > 1) {
-      // A batch needs more room than one call: under a flood of single calls it would never
-      // fit, so this call books its own slot, as it would alone.
-      count = 1;
-      booking = await this.store.book(nowMs, { ...rule, horizonMs }, count);
-    }
+        : Math.max(0, Math.min(rule.horizonMs, deadline - nowMs));
+    const booking = await this.store.book(nowMs, { ...rule, horizonMs });
     if (booking.kind === 'later') {
       // Come back when the slot would be within the lane's own horizon, not the deadline's.
       const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));
@@ -316,10 +241,6 @@ export class RegistrationBudget {
         `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead; ${operation} waits ${seconds} s`,
         seconds,
       );
-    }
-    if (sync !== undefined) {
-      sync.planned[lane] = Math.max(0, sync.planned[lane] - count);
-      sync.spare[lane].push(...slotTimes(booking.tat, count, nowMs, rule).slice(1));
     }
     const wait = booking.atMs - this.timer.nowMs();
     if (wait > 0) await this.timer.sleep(wait);

@@ -4,7 +4,7 @@ import {
   type FinishResult,
   type Lease,
 } from '../aws/dynamo-state-store';
-import { withRegistrationDeadline } from '../aws/registration-budget';
+import { registrationDeadline } from '../aws/registration-budget';
 import type { WorkQueue } from '../aws/sqs-work-queue';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { LifecycleEvent } from '../events/lifecycle-events';
@@ -273,7 +273,7 @@ export function runKey(
   ctx: RuntimeContext,
   origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined } = {},
 ): Promise<KeyFollowUp> {
-  return withRegistrationDeadline(ctx.base.clock.now().getTime() + registrationWaitMs, () =>
+  return registrationDeadline.run(ctx.base.clock.now().getTime() + registrationWaitMs, () =>
     runPasses(key, modes, ctx, origin),
   );
 }

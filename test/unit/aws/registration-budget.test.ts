@@ -4,8 +4,7 @@ import {
   bookSlot,
   latestBookableTat,
   RegistrationBudget,
-  expectRegistrations,
-  withRegistrationDeadline,
+  registrationDeadline,
   slotRule,
   TatBudgetStore,
   type TatItem,
@@ -175,65 +174,15 @@ describe('RegistrationBudget', () => {
     // The next registration slot is 8 s away: within the lane's 10 s horizon.
     item.tat = register.toleranceMs + 8_000;
     const { budget, waits } = budgetAt(now, item);
-    const error = await withRegistrationDeadline(5_000, () => budget.take('RegisterTargets')).catch(
-      (e: unknown) => e,
-    );
+    const error = await registrationDeadline
+      .run(5_000, () => budget.take('RegisterTargets'))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequeueAfterError);
     expect((error as RequeueAfterError).seconds).toBe(1);
     expect(waits).toEqual([]);
     expect(item.tat).toBe(register.toleranceMs + 8_000);
     // With time left before the deadline, the same slot is booked and waited for.
-    await withRegistrationDeadline(9_000, () => budget.take('RegisterTargets'));
+    await registrationDeadline.run(9_000, () => budget.take('RegisterTargets'));
     expect(waits).toEqual([8_000]);
-  });
-
-  it('a sync that says it will make several calls books them with one write, at the times single bookings would give', async () => {
-    // 8 slots already taken: of the next 4, two go at once (the burst) and two wait their turn.
-    const single = slots(4, 0, register, 8 * register.intervalMs);
-    const now = { ms: 0 };
-    const { budget, waits, item } = budgetAt(now);
-    for (let i = 0; i < 8; i++) await budget.take('RegisterTargets');
-    item.writes = 0;
-    const at: number[] = [];
-    await withRegistrationDeadline(30_000, async () => {
-      expectRegistrations({ register: 4 });
-      for (let i = 0; i < 4; i++) {
-        await budget.take('RegisterTargets');
-        at.push(now.ms);
-      }
-    });
-    expect(item.writes).toBe(1);
-    expect(at).toEqual(single);
-    expect(waits).toEqual([250, 250]);
-  });
-
-  it('books each lane on its own, at most a burst at a time, and one slot per write outside a sync', async () => {
-    const now = { ms: 0 };
-    const { budget, item } = budgetAt(now);
-    await withRegistrationDeadline(60_000, async () => {
-      expectRegistrations({ register: 12, deregister: 1 });
-      await budget.take('DeregisterTargets');
-      expect(item.writes).toBe(1);
-      for (let i = 0; i < 12; i++) await budget.take('RegisterTargets');
-    });
-    // 1 for the deregistration, then 10 (the burst) and 2.
-    expect(item.writes).toBe(3);
-    await budget.take('RegisterTargets');
-    await budget.take('RegisterTargets');
-    expect(item.writes).toBe(5);
-  });
-
-  it('a batch that does not fit books the one call that does, so a flood of single calls cannot starve it', async () => {
-    const now = { ms: 0 };
-    const item = new MemoryTatItem();
-    // Room for one more slot within the horizon, not for four.
-    item.tat = latestBookableTat(0, register);
-    const { budget, waits } = budgetAt(now, item);
-    await withRegistrationDeadline(60_000, async () => {
-      expectRegistrations({ register: 4 });
-      await budget.take('RegisterTargets');
-    });
-    expect(waits).toEqual([register.horizonMs]);
-    expect(item.tat).toBe(latestBookableTat(0, register) + register.intervalMs);
   });
 });
