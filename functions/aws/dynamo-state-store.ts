@@ -236,17 +236,17 @@ export class DynamoStateStore {
     options: { unlessDirty: boolean; unverified: boolean },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
     const seen = this.seen.get(lease);
+    const sawNoRecord = seen !== undefined && !seen.hasRecord;
     // With no record there is no checkpoint to distrust: the mark would only keep the item.
-    if (seen !== undefined && !seen.hasRecord) options = { ...options, unverified: false };
+    const unverified = options.unverified && !sawNoRecord;
     if (
-      seen !== undefined &&
-      !seen.hasRecord &&
+      sawNoRecord &&
       failures !== 'increment' &&
       // Failures to keep make the conditional delete fail, a billed write for nothing.
       !(failures === 'keep' && lease.failures > 0) &&
       (await this.releaseByDeleting(lease, failures, options.unlessDirty))
     ) {
-      if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
+      if (seen?.legacyLeftover === true) await this.removeLegacyLeftover(lease.pk);
       return { kind: 'released', failures: 0 };
     }
     // failingSince: when the current run of failures began, for the sweep's failing-Services gauge.
@@ -258,13 +258,13 @@ export class DynamoStateStore {
             'failingSince = if_not_exists(failingSince, :nowMs)',
           ]
         : []),
-      ...(options.unverified ? ['unverified = :true'] : []),
+      ...(unverified ? ['unverified = :true'] : []),
     ];
     const remove = [
       'leaseOwner',
       'leaseUntil',
       ...(failures === 'reset' ? ['failingSince'] : []),
-      ...(options.unverified ? [] : ['unverified']),
+      ...(unverified ? [] : ['unverified']),
     ];
     const failureExpression = `${set.map((a) => `, ${a}`).join('')} REMOVE ${remove.join(', ')}`;
     try {
@@ -285,7 +285,7 @@ export class DynamoStateStore {
             ...(failures === 'increment'
               ? { ':one': 1, ':nowMs': this.clock.now().getTime() }
               : {}),
-            ...(options.unverified ? { ':true': true } : {}),
+            ...(unverified ? { ':true': true } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -293,14 +293,9 @@ export class DynamoStateStore {
       // Only a holder that saw the record gone removes the lease item, and only without failures
       // to keep: a conditional delete that fails is still a billed write.
       const left = result.Attributes ?? {};
-      if (
-        seen !== undefined &&
-        !seen.hasRecord &&
-        !(Number(left.failures ?? 0) > 0) &&
-        !options.unverified
-      ) {
+      if (sawNoRecord && !(Number(left.failures ?? 0) > 0)) {
         await this.removeIfEmpty(lease.pk);
-        if (seen.legacyLeftover) await this.removeLegacyLeftover(lease.pk);
+        if (seen?.legacyLeftover === true) await this.removeLegacyLeftover(lease.pk);
       }
       return { kind: 'released', failures: Number(left.failures ?? 0) };
     } catch (error) {

@@ -656,11 +656,15 @@ describe('upgrade from release 0.1 (its lease on the record item)', () => {
 });
 
 describe('record format', () => {
+  /** Writes `written` as a holder of its lease does: read first, then the conditioned write. */
+  async function storeAsHolder(written: ServiceRecord): Promise<void> {
+    const view = store.fencedBy(await take(serviceLeasePk(written.key), 'worker-a'));
+    await view.getService(written.key);
+    await view.putService(written);
+  }
+
   it('stores the record compressed in recz, beside uid, hostsHash and nodeSelector, under 1 KB', async () => {
-    const lease = await take(webLease, 'worker-a');
-    const view = store.fencedBy(lease);
-    await view.getService('default/web');
-    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    await storeAsHolder(record('default/web', 'uid-1', 'hash-1'));
     const item = await store.getItem(webPk);
     expect(item?.recz).toBeInstanceOf(Uint8Array);
     expect(item).not.toHaveProperty('rec');
@@ -669,10 +673,7 @@ describe('record format', () => {
   });
 
   it('after a rollback, 0.1’s JSON written over a compressed record is the newer and is read', async () => {
-    const lease = await take(webLease, 'worker-a');
-    const view = store.fencedBy(lease);
-    await view.getService('default/web');
-    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    await storeAsHolder(record('default/web', 'uid-1', 'hash-1'));
     // Release 0.1's record write, as it sends it (SET, so recz stays).
     await doc.send(
       new UpdateCommand({
@@ -690,10 +691,7 @@ describe('record format', () => {
   });
 
   it('after a rollback, a record 0.1 deleted (rec and uid removed, recz left) is gone', async () => {
-    const lease = await take(webLease, 'worker-a');
-    const view = store.fencedBy(lease);
-    await view.getService('default/web');
-    await view.putService(record('default/web', 'uid-1', 'hash-1'));
+    await storeAsHolder(record('default/web', 'uid-1', 'hash-1'));
     await doc.send(
       new UpdateCommand({
         TableName: tableName,

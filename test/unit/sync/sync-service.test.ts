@@ -364,6 +364,19 @@ describe('syncService: delete branch (S9)', () => {
     return w;
   }
 
+  /** The spec flipped back to `current`, the last one applied: the next sync ensures again. */
+  async function expectEnsuresAfterFlipBack(
+    w: Awaited<ReturnType<typeof ensured>>,
+    current: Service,
+  ) {
+    w.kube.put(current);
+    w.log.clear();
+    await syncService(key, w.deps);
+    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
+      true,
+    );
+  }
+
   function markDeleting(w: Awaited<ReturnType<typeof ensured>>) {
     const current = stored(w)!;
     w.kube.put({
@@ -491,12 +504,7 @@ describe('syncService: delete branch (S9)', () => {
     expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
     expect(w.state.records.get(key)?.snapshot.spec?.ports?.[0]?.port).toBe(8080);
 
-    w.kube.put(current);
-    w.log.clear();
-    await syncService(key, w.deps);
-    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
-      true,
-    );
+    await expectEnsuresAfterFlipBack(w, current);
   });
 
   it('refuses a known Service whose new spec its record cannot hold before the provider applies it', async () => {
@@ -536,12 +544,7 @@ describe('syncService: delete branch (S9)', () => {
     expect((await syncService(key, w.deps)).kind).toBe('retry');
     expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
 
-    w.kube.put(current);
-    w.log.clear();
-    await syncService(key, w.deps);
-    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
-      true,
-    );
+    await expectEnsuresAfterFlipBack(w, current);
   });
 
   it('a delete that fails clears the checkpoint, so flipping back ensures again', async () => {
@@ -552,12 +555,7 @@ describe('syncService: delete branch (S9)', () => {
     await syncService(key, w.deps);
     expect(w.state.records.get(key)?.checkpoint).toBeUndefined();
 
-    w.kube.put(current);
-    w.log.clear();
-    await syncService(key, w.deps);
-    expect(w.log.lines('provider').some((l) => l.startsWith('provider.ensureLoadBalancer '))).toBe(
-      true,
-    );
+    await expectEnsuresAfterFlipBack(w, current);
   });
 
   it('leaves a Service being deleted under someone else’s finalizer alone: no finalizer of ours, no LB', async () => {
