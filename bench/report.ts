@@ -393,7 +393,7 @@ function throughputSection(t: ThroughputResult, inMemory: ThroughputResult | und
   return [
     '## Pipeline throughput and sync latency',
     '',
-    `Backend: **${t.backend}**. The real forwarder (in process), the real runtime (processWorkBatch) in ${t.concurrency} function instances (the event source mapping's maximum concurrency for the default budget), each with its own SDK clients and per-process limiter; the event source mapping is emulated by pollers that long-poll the queue (batches of 10) and delete what succeeded. Each phase writes ${t.services} events to the API server at once and waits until all are done: *create* until the Service status carries the NLB's DNS name, *update* (an annotation change) until the Service is synced again, *node added* until every Service's target groups have the new instance, *delete* until the Service is gone (NLB, target groups and security group deleted, finalizer released). End-to-end latency runs from the API write; sync latency is one sync pass (the runtime's SyncLatency metric). Events/s for *node added* counts host updates.`,
+    `Backend: **${t.backend}**. The real forwarder (in process), the real runtime (processWorkBatch) in ${t.concurrency} function instances (the event source mapping's maximum concurrency for the default budget), each with its own SDK clients and per-process limiter; the event source mapping is emulated by pollers that long-poll the queue (batches of 10) and delete what succeeded. Before the first phase, node sync has stored the eligible host set (the forwarder's first Node messages, as within a minute of a deploy), so no phase pays for that one-off. Each phase writes ${t.services} events to the API server at once and waits until all are done: *create* until the Service status carries the NLB's DNS name, *update* (an annotation change) until the Service is synced again, *node added* until every Service's target groups have the new instance, *delete* until the Service is gone (NLB, target groups and security group deleted, finalizer released). End-to-end latency runs from the API write; sync latency is one sync pass (the runtime's SyncLatency metric). Events/s for *node added* counts host updates.`,
     '',
     table(throughputHeaders, throughputRows(t)),
     '',
@@ -577,7 +577,7 @@ function costSection(c: CostResult, t: ThroughputResult | undefined): string {
       ],
     ),
     '',
-    `Formula: ${c.formula}. DynamoDB units are estimated from item sizes by AWS's rounding (1 KB per write unit of the larger of the item before and after, 4 KB per strongly consistent read unit, transactions twice, a failed conditional write still pays for the item).`,
+    `Formula: ${c.formula}. DynamoDB units are estimated from item sizes by AWS's rounding (1 KB per write unit of the larger of the item before and after, 4 KB per strongly consistent read unit, transactions twice, batch writes per item, a failed conditional write still pays for the item).`,
     '',
     table(
       [

@@ -128,7 +128,8 @@ export class AwsMeter {
       const pk = (key as { pk?: unknown } | undefined)?.pk;
       return typeof pk === 'string' ? pk : '';
     };
-    switch (operation.replace(/Item$/, '')) {
+    // GetItem → Get, TransactWriteItems → TransactWrite, BatchWriteItem → BatchWrite.
+    switch (operation.replace(/Items?$/, '')) {
       case 'Get': {
         const item = output?.Item as Record<string, unknown> | undefined;
         if (item !== undefined) this.sizes.set(pkOf(input.Key), topLevelBytes(item));
@@ -167,6 +168,40 @@ export class AwsMeter {
           0,
         );
         return { rru: kb(bytes, 4096), wru: 0 };
+      }
+      case 'BatchGet': {
+        const responses = (output?.Responses ?? {}) as Record<string, Record<string, unknown>[]>;
+        let rru = 0;
+        for (const item of Object.values(responses).flat()) {
+          this.sizes.set(pkOf(item), topLevelBytes(item));
+          rru += kb(topLevelBytes(item), 4096);
+        }
+        return { rru, wru: 0 };
+      }
+      case 'BatchWrite': {
+        const tables = (input.RequestItems ?? {}) as Record<string, Record<string, unknown>[]>;
+        const unprocessed = (output?.UnprocessedItems ?? {}) as Record<string, unknown[]>;
+        let wru = 0;
+        for (const [table, requests] of Object.entries(tables)) {
+          // Requests DynamoDB hands back unprocessed were not written, and are not charged.
+          const left = new Set((unprocessed[table] ?? []).map((r) => JSON.stringify(r)));
+          for (const request of requests) {
+            if (!ok || left.has(JSON.stringify(request))) continue;
+            const put = request.PutRequest as { Item?: Record<string, unknown> } | undefined;
+            const del = request.DeleteRequest as { Key?: unknown } | undefined;
+            const pk = pkOf(put?.Item ?? del?.Key);
+            const before = this.sizes.get(pk) ?? 0;
+            if (put?.Item !== undefined) {
+              const size = topLevelBytes(put.Item);
+              this.sizes.set(pk, size);
+              wru += kb(Math.max(before, size), 1024);
+            } else {
+              this.sizes.delete(pk);
+              wru += kb(before, 1024);
+            }
+          }
+        }
+        return { rru: 0, wru };
       }
       case 'TransactWrite': {
         const entries = (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[];
