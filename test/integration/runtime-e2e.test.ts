@@ -335,6 +335,48 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(item?.unverified).toBeUndefined();
   });
 
+  it('a host update on a lease taken over from a dead holder keeps the unverified mark, and the next full sync checks AWS and clears it', async () => {
+    await createService();
+    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
+    expect(dead.acquired).toBe(true);
+    // A host update trusts the checkpoint for everything but the targets: it vouches for nothing.
+    await world.send({ v: 1, kind: 'hosts', key, reason: 'hosts changed' });
+    await world.drain();
+    expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(1);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBe(true);
+
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    // The same spec with a trusted checkpoint would touch no AWS (see the test above).
+    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBe(1);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
+  });
+
+  it('a full sync that refuses the spec (terminal) on an unverified lease clears the mark with the checkpoint', async () => {
+    await createService();
+    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
+    expect(dead.acquired).toBe(true);
+    await world.api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: {
+          metadata: {
+            annotations: { 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'sideways' },
+          },
+        },
+      },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect(world.metrics.get('Syncs{outcome=terminal,kind=service}')).toBe(1);
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
+    // The refused spec cleared the checkpoint: the next pass for a valid spec ensures in full.
+    expect((await recordOf())?.checkpoint).toBeUndefined();
+  });
+
   it('a host update that finds the NLB and its target groups deleted by hand has the full sync recreate them, with no UpdateLoadBalancerFailed', async () => {
     await createService();
     const { state } = await loadBalancer();
