@@ -22,7 +22,7 @@ import {
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import { TenantPolicyEnforcer } from '../aws/tenant-policy-check';
 import type { ControllerConfig } from '../config';
-import { errorMessage } from '../core/errors';
+import { errorMessage, RequeueAfterError } from '../core/errors';
 import { KubeEventRecorder } from '../kube/event-recorder';
 import { HttpKubernetesApi } from '../kube/kubernetes-api';
 import { kubernetesConnector } from '../kube/connect';
@@ -199,18 +199,29 @@ function registrationBudgetFor(
   );
 }
 
-/** AWS calls by service and operation: what users pay for in throttling (docs/design.md §5). */
+/**
+ * AWS calls by service and operation: what users pay for in throttling (docs/design.md §5). A
+ * registration the shared budget turns away (RequeueAfterError, thrown before the request is
+ * sent) is not a call.
+ */
 export function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
   const stack = client.middlewareStack as unknown as MiddlewareStack<object, MetadataBearer>;
   stack.add(
     (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
-      (args: InitializeHandlerArguments<object>) => {
+      async (args: InitializeHandlerArguments<object>) => {
         const service = (context.clientName ?? '').replace(/Client$/, '');
         const operation = (context.commandName ?? '').replace(/Command$/, '');
         // Not `service`: that is Powertools' default dimension, and overriding it logs two
         // plain-text warnings per call.
-        metrics.count('AwsCalls', 1, { awsService: service, operation });
-        return next(args);
+        const count = () => metrics.count('AwsCalls', 1, { awsService: service, operation });
+        try {
+          const result = await next(args);
+          count();
+          return result;
+        } catch (error) {
+          if (!(error instanceof RequeueAfterError)) count();
+          throw error;
+        }
       },
     { step: 'initialize', name: 'countAwsCalls' },
   );
