@@ -20,6 +20,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -353,6 +354,22 @@ export async function throughput(
       }
       await sleep(200);
     }
+    // Node sync may have delayed a second trigger (its minimum interval): wait for it too.
+    const counts = [
+      'ApproximateNumberOfMessages',
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateNumberOfMessagesDelayed',
+    ] as const;
+    for (;;) {
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...counts] }),
+      );
+      if (counts.every((name) => Number(Attributes?.[name] ?? '0') === 0)) break;
+      if (performance.now() > hostsDeadline) {
+        throw new Error('throughput: the queue did not drain before the create phase');
+      }
+      await sleep(200);
+    }
     await quiet(() => invocations.length);
 
     // Create: every Service until its status carries the NLB's DNS name.
@@ -500,7 +517,7 @@ export async function throughput(
   };
 }
 
-/** Waits until no invocation has started for a second (the queue is drained). */
+/** Waits until no invocation has ended for a second. */
 async function quiet(count: () => number): Promise<void> {
   let last = count();
   for (;;) {
@@ -516,7 +533,13 @@ function writeUnitsByItem(calls: readonly MeteredCall[]): Record<string, number>
   const by: Record<string, number> = {};
   for (const c of calls) {
     if (c.wru === 0) continue;
-    const item = (c.input.Key ?? c.input.Item) as { pk?: unknown } | undefined;
+    // A transaction is filed under its first entry's item.
+    const first = (
+      c.input.TransactItems as Record<string, Record<string, unknown>>[] | undefined
+    )?.[0];
+    const entry = first === undefined ? undefined : Object.values(first)[0];
+    const item = (c.input.Key ?? c.input.Item ?? entry?.Key ?? entry?.Item) as
+      { pk?: unknown } | undefined;
     const prefix =
       typeof item?.pk === 'string' ? (/^[a-z]+#/.exec(item.pk)?.[0] ?? item.pk) : 'batch';
     const name = `${c.operation} ${prefix}`;

@@ -2,8 +2,9 @@
  * SDK middleware that meters every AWS call of the runtime: per service and operation, how many,
  * how long, and for DynamoDB the read and write request units the call would consume on-demand,
  * estimated from item sizes with AWS's rounding (a write unit per 1 KB of the larger of the item
- * before and after, a strongly consistent read unit per 4 KB, transactions count twice; a failed
- * conditional write still consumes its units). Sizes come from the items the calls carry and
+ * before and after, a strongly consistent read unit per 4 KB (half for an eventually consistent
+ * one), transactions count twice, batch reads and writes per item; a failed conditional write
+ * still consumes its units). Sizes come from the items the calls carry and
  * return; an UpdateItem that returns nothing is sized from the last size seen for its key.
  */
 import type {
@@ -170,26 +171,48 @@ export class AwsMeter {
         return { rru: kb(bytes, 4096), wru: 0 };
       }
       case 'BatchGet': {
+        // Each key is a GetItem: a key that finds nothing still costs a unit, a key handed back
+        // unprocessed costs nothing, and an eventually consistent read costs half.
+        const tables = (input.RequestItems ?? {}) as Record<
+          string,
+          { Keys?: unknown[]; ConsistentRead?: boolean }
+        >;
         const responses = (output?.Responses ?? {}) as Record<string, Record<string, unknown>[]>;
+        const unprocessed = (output?.UnprocessedKeys ?? {}) as Record<string, { Keys?: unknown[] }>;
         let rru = 0;
-        for (const item of Object.values(responses).flat()) {
-          this.sizes.set(pkOf(item), topLevelBytes(item));
-          rru += kb(topLevelBytes(item), 4096);
+        for (const [table, request] of Object.entries(tables)) {
+          const found = new Map((responses[table] ?? []).map((item) => [pkOf(item), item]));
+          const left = new Set((unprocessed[table]?.Keys ?? []).map(pkOf));
+          const factor = request.ConsistentRead === true ? 1 : 0.5;
+          for (const key of request.Keys ?? []) {
+            const pk = pkOf(key);
+            if (!ok || left.has(pk)) continue;
+            const item = found.get(pk);
+            if (item !== undefined) this.sizes.set(pk, topLevelBytes(item));
+            rru += factor * kb(topLevelBytes(item), 4096);
+          }
         }
         return { rru, wru: 0 };
       }
       case 'BatchWrite': {
         const tables = (input.RequestItems ?? {}) as Record<string, Record<string, unknown>[]>;
-        const unprocessed = (output?.UnprocessedItems ?? {}) as Record<string, unknown[]>;
+        const unprocessed = (output?.UnprocessedItems ?? {}) as Record<
+          string,
+          Record<string, unknown>[]
+        >;
+        const keyOf = (request: Record<string, unknown>) => {
+          const put = request.PutRequest as { Item?: unknown } | undefined;
+          const del = request.DeleteRequest as { Key?: unknown } | undefined;
+          return pkOf(put?.Item ?? del?.Key);
+        };
         let wru = 0;
         for (const [table, requests] of Object.entries(tables)) {
           // Requests DynamoDB hands back unprocessed were not written, and are not charged.
-          const left = new Set((unprocessed[table] ?? []).map((r) => JSON.stringify(r)));
+          const left = new Set((unprocessed[table] ?? []).map(keyOf));
           for (const request of requests) {
-            if (!ok || left.has(JSON.stringify(request))) continue;
+            const pk = keyOf(request);
+            if (!ok || left.has(pk)) continue;
             const put = request.PutRequest as { Item?: Record<string, unknown> } | undefined;
-            const del = request.DeleteRequest as { Key?: unknown } | undefined;
-            const pk = pkOf(put?.Item ?? del?.Key);
             const before = this.sizes.get(pk) ?? 0;
             if (put?.Item !== undefined) {
               const size = topLevelBytes(put.Item);
@@ -204,17 +227,20 @@ export class AwsMeter {
         return { rru: 0, wru };
       }
       case 'TransactWrite': {
+        // Twice the units of each entry, a condition check included, sized as a plain write is:
+        // the larger of the item before and after.
         const entries = (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[];
         let wru = 0;
         for (const entry of entries) {
           const put = entry.Put;
           const key =
             put?.Item ?? entry.ConditionCheck?.Key ?? entry.Update?.Key ?? entry.Delete?.Key;
-          const size = put
-            ? topLevelBytes(put.Item as Record<string, unknown>)
-            : (this.sizes.get(pkOf(key)) ?? 0);
-          if (put && ok) this.sizes.set(pkOf(key), size);
-          wru += 2 * kb(size, 1024);
+          const pk = pkOf(key);
+          const before = this.sizes.get(pk) ?? 0;
+          const after = put ? topLevelBytes(put.Item as Record<string, unknown>) : before;
+          if (ok && put) this.sizes.set(pk, after);
+          if (ok && entry.Delete) this.sizes.delete(pk);
+          wru += 2 * kb(Math.max(before, after), 1024);
         }
         return { rru: 0, wru };
       }

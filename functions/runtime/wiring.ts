@@ -201,8 +201,8 @@ function registrationBudgetFor(
 
 /**
  * AWS calls by service and operation: what users pay for in throttling (docs/design.md §5). A
- * registration the shared budget turns away (RequeueAfterError, thrown before the request is
- * sent) is not a call.
+ * registration the shared budget turns away before its first attempt (RequeueAfterError, thrown
+ * before the request is sent) is not a call.
  */
 export function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
   const stack = client.middlewareStack as unknown as MiddlewareStack<object, MetadataBearer>;
@@ -219,7 +219,10 @@ export function countCalls(client: SdkClient, metrics: RuntimeMetrics): void {
           count();
           return result;
         } catch (error) {
-          if (!(error instanceof RequeueAfterError)) count();
+          // The SDK's retries run the budget again on each attempt: a refusal after a sent
+          // attempt (throttled, say) still made a call.
+          const attempts = (error as { $metadata?: { attempts?: number } }).$metadata?.attempts;
+          if (!(error instanceof RequeueAfterError) || (attempts ?? 1) > 1) count();
           throw error;
         }
       },

@@ -339,17 +339,21 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
     expect(dead.acquired).toBe(true);
-    // A host update trusts the checkpoint for everything but the targets: it vouches for nothing.
-    await world.send({ v: 1, kind: 'hosts', key, reason: 'hosts changed' });
+    // A node joins: node sync's host update takes the dead holder's lease and registers it. It
+    // trusts the record for everything but the targets, so it vouches for nothing.
+    const added = await world.addNode();
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(1);
+    const { targets } = await loadBalancer();
+    expect(Object.values(targets).every((ids) => ids.includes(added.instanceId))).toBe(true);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBe(true);
 
     world.aws.recorder.reset();
     await world.send({ v: 1, kind: 'service', key });
     await world.drain();
     // The same spec with a trusted checkpoint would touch no AWS (see the test above).
-    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBe(1);
+    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
   });
 

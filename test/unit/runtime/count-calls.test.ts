@@ -17,11 +17,14 @@ function recordingMetrics() {
 }
 
 /** An ELBv2 client whose requests are answered (or refused) before they leave the process. */
-function clientAnswering(answer: () => Promise<never> | Promise<{ output: object }>) {
+function clientAnswering(
+  answer: () => Promise<never> | Promise<{ output: object }>,
+  maxAttempts = 1,
+) {
   const client = new ElasticLoadBalancingV2Client({
     region: 'us-east-1',
     credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    maxAttempts: 1,
+    maxAttempts,
   });
   client.middlewareStack.add(() => async () => ({ ...(await answer()), response: {} }) as never, {
     step: 'finalizeRequest',
@@ -51,5 +54,25 @@ describe('AwsCalls', () => {
     countCalls(refused, metrics);
     await expect(refused.send(register)).rejects.toBeInstanceOf(RequeueAfterError);
     expect(counts).toEqual([]);
+  });
+
+  it('counts a registration that was sent and throttled, even when the budget turns its retry away', async () => {
+    const { counts, metrics } = recordingMetrics();
+    let attempt = 0;
+    const throttled = Object.assign(new Error('Rate exceeded'), {
+      name: 'ThrottlingException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    const client = clientAnswering(
+      () =>
+        ++attempt === 1
+          ? Promise.reject(throttled)
+          : Promise.reject(new RequeueAfterError('budget', 3)),
+      2,
+    );
+    countCalls(client, metrics);
+    await expect(client.send(register)).rejects.toBeInstanceOf(RequeueAfterError);
+    expect(attempt).toBe(2);
+    expect(counts).toEqual(['AwsCalls RegisterTargets']);
   });
 });
