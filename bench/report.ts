@@ -650,7 +650,7 @@ function costGoalsSection(c: CostResult): string[] {
     ...c.goals
       .filter((g) => g.todayCompute >= g.goal && g.now > g.goal)
       .flatMap((g) => [
-        `Why ${g.phase} misses its goal on the issue's measure: release 0.1 spent ${money(g.todayCompute)} per million on Lambda compute alone, above the goal of ${money(g.goal)}, so halving the total needs less compute than 0.1 billed. Billed on moto's durations, compute is the functions' wall time, and moto, one process serving every call on this machine, sets it: a ${g.phase} makes as many ELBv2/EC2 calls as 0.1's (the calls table's goal), and its invocations also wait for their slots on the shared registration budget, which 0.1 did not have (moto throttles nobody, so 0.1's registrations were never slowed; AWS would have throttled them at its bucket's 4/s). What the state layout controls, the write units, went from ${g.todayWru} to ${round(g.nowWru, 1)}.`,
+        `Why ${g.phase} misses its goal on the issue's measure: release 0.1 spent ${money(g.todayCompute)} per million on Lambda compute alone, above the goal of ${money(g.goal)}, so halving the total needs less compute than 0.1 billed. Billed on moto's durations, compute is the functions' wall time, which moto, one process serving every call on this machine, sets; and the ${g.phase} phase now also waits for the shared registration budget (4/s for every instance together), where 0.1's registrations waited only on each instance's own limiter (4/s each, 20/s across 5 instances), which moto never throttled and AWS would have. What the state layout controls, the write units, went from ${g.todayWru} (0.1, counted the same way) to ${round(g.nowWru, 1)}.`,
         '',
       ]),
   ];
