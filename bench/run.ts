@@ -85,6 +85,9 @@ try {
   output.throughputInMemory = await section('throughput (in-memory provider)', () =>
     throughput(endpoint, { services: sizes.throughputServices, provider: 'in-memory' }),
   );
+  output.throughputWithoutBudget = await section('throughput (create without budget)', () =>
+    throughput(endpoint, { services: sizes.throughputServices, createWithoutBudget: true }),
+  );
   output.forwarder = await section('forwarder', () =>
     forwarderBench(endpoint, { services: sizes.forwarderServices, nodes: sizes.forwarderNodes }),
   );
@@ -93,7 +96,9 @@ try {
   output.bundles = await section('bundles', () => measureBundles(sizes.coldRuns));
   const measured = output.throughput;
   if (measured !== undefined)
-    output.cost = await section('cost', () => Promise.resolve(costOf(measured)));
+    output.cost = await section('cost', () =>
+      Promise.resolve(costOf(measured, output.throughputWithoutBudget)),
+    );
 } finally {
   killTracked();
   await stopMoto();

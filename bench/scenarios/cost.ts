@@ -96,6 +96,16 @@ export interface CostResult {
   readonly rows: PhaseCost[];
   /** Each issue-21 figure beside its goal, today's value and the floor. */
   readonly goals: CostGoal[];
+  /**
+   * The create burst again with the shared registration budget off (each instance's own limiter,
+   * as 0.1): billed and scaled totals and write units per event, when that run was made.
+   */
+  readonly createWithoutBudget?: {
+    readonly total: number;
+    readonly scaled: number;
+    readonly wru: number;
+    readonly motoCallMs: number;
+  };
   readonly excluded: string[];
 }
 
@@ -105,36 +115,10 @@ function sqsRequests(calls: Record<string, number>): number {
     .reduce((n, [, count]) => n + count, 0);
 }
 
-export function costOf(throughput: ThroughputResult): CostResult {
+export function costOf(throughput: ThroughputResult, withoutBudget?: ThroughputResult): CostResult {
   const gb = throughput.memoryMiB / 1024;
-  const rows = throughput.phases.map((phase): PhaseCost => {
-    // A node event is priced per host update it fans out to, so the rows compare.
-    const events = phase.phase === 'node added' ? phase.syncs : phase.events;
-    const perEvent = {
-      sqsRequests: sqsRequests(phase.calls) / events,
-      invocations: phase.invocations / events,
-      gbSeconds: ((phase.lambdaMs / 1000) * gb) / events,
-      wru: phase.wru / events,
-      rru: phase.rru / events,
-    };
-    const million = 1_000_000;
-    const parts = {
-      sqs: million * perEvent.sqsRequests * prices.sqsPerRequest,
-      lambdaRequests: million * perEvent.invocations * prices.lambdaPerRequest,
-      lambdaCompute: million * perEvent.gbSeconds * prices.lambdaArmPerGbSecond,
-      dynamoWrites: million * perEvent.wru * prices.dynamoPerWru,
-      dynamoReads: million * perEvent.rru * prices.dynamoPerRru,
-    };
-    return {
-      phase: phase.phase,
-      per:
-        phase.phase === 'node added'
-          ? `host update (1 node event ÷ ${phase.syncs} Services, node sync included)`
-          : `Service ${phase.phase} event`,
-      perEvent,
-      perMillion: { ...parts, total: Object.values(parts).reduce((a, b) => a + b, 0) },
-    };
-  });
+  const rows = throughput.phases.map((phase) => phaseCost(phase, gb));
+  const unbudgeted = withoutBudget?.phases.find((p) => p.phase === 'create');
   const goals = throughput.phases.flatMap((phase, i): CostGoal[] => {
     if (!(phase.phase in costBeforeLeaseSplit)) return [];
     const name = phase.phase as keyof typeof costBeforeLeaseSplit;
@@ -169,6 +153,16 @@ export function costOf(throughput: ThroughputResult): CostResult {
     memoryMiB: throughput.memoryMiB,
     rows,
     goals,
+    ...(unbudgeted === undefined
+      ? {}
+      : {
+          createWithoutBudget: {
+            total: phaseCost(unbudgeted, gb).perMillion.total,
+            scaled: scaledTotal(phaseCost(unbudgeted, gb), unbudgeted.motoCallMs),
+            wru: unbudgeted.wru / unbudgeted.events,
+            motoCallMs: unbudgeted.motoCallMs,
+          },
+        }),
     excluded: [
       'free tiers (SQS 1 M requests, Lambda 1 M requests and 400,000 GB-s a month)',
       'CloudWatch Logs ingestion (~1 KB a invocation at $0.50/GB), EMF custom metrics, the dashboard and alarms',
@@ -179,5 +173,34 @@ export function costOf(throughput: ThroughputResult): CostResult {
       'lifecycle events, when a bus is configured (EventBridge PutEvents, $1.00 per million entries: about one entry per create, update or delete)',
       'the batching of these bursts of 50 events (about 0.2 invocations an event): events that arrive one at a time each take an invocation and its SQS requests',
     ],
+  };
+}
+
+function phaseCost(phase: PhaseResult, gb: number): PhaseCost {
+  // A node event is priced per host update it fans out to, so the rows compare.
+  const events = phase.phase === 'node added' ? phase.syncs : phase.events;
+  const perEvent = {
+    sqsRequests: sqsRequests(phase.calls) / events,
+    invocations: phase.invocations / events,
+    gbSeconds: ((phase.lambdaMs / 1000) * gb) / events,
+    wru: phase.wru / events,
+    rru: phase.rru / events,
+  };
+  const million = 1_000_000;
+  const parts = {
+    sqs: million * perEvent.sqsRequests * prices.sqsPerRequest,
+    lambdaRequests: million * perEvent.invocations * prices.lambdaPerRequest,
+    lambdaCompute: million * perEvent.gbSeconds * prices.lambdaArmPerGbSecond,
+    dynamoWrites: million * perEvent.wru * prices.dynamoPerWru,
+    dynamoReads: million * perEvent.rru * prices.dynamoPerRru,
+  };
+  return {
+    phase: phase.phase,
+    per:
+      phase.phase === 'node added'
+        ? `host update (1 node event ÷ ${phase.syncs} Services, node sync included)`
+        : `Service ${phase.phase} event`,
+    perEvent,
+    perMillion: { ...parts, total: Object.values(parts).reduce((a, b) => a + b, 0) },
   };
 }

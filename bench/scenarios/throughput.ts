@@ -144,6 +144,11 @@ export async function throughput(
      * still on moto; the node phase is left out (see the propagation section for host updates).
      */
     provider?: 'moto' | 'in-memory';
+    /**
+     * Only the create phase, with the shared registration budget off (registrations wait on each
+     * instance's own limiter, as in release 0.1): what the budget costs a create burst.
+     */
+    createWithoutBudget?: boolean;
   },
 ): Promise<ThroughputResult> {
   const inMemory = options.provider === 'in-memory';
@@ -201,6 +206,7 @@ export async function throughput(
       },
     },
     kubernetes: { mode: 'kubeconfig', path: kubeconfigPath },
+    ...(options.createWithoutBudget === true ? { registrationBudget: { perSecond: 0 } } : {}),
   });
   const recorder = new Recorder();
   const concurrency = eventSourceMaxConcurrency(config.elbv2CallsPerSecond);
@@ -402,58 +408,60 @@ export async function throughput(
     serviceItemBytes = percentile(meter.itemSizes('svc#'), 50);
     leaseItemBytes = percentile(meter.itemSizes('svclease#'), 50);
 
-    // Update: an annotation change (a needsUpdate field) on every Service, until each is synced again.
-    phases.push(
-      await phase('update', n, n, async () => {
-        const syncedMark = recorder.synced.length;
-        const writtenAt = new Map<string, number>();
-        for (let i = 0; i < n; i++) {
-          writtenAt.set(keys[i]!, performance.now());
-          kube.store.patch('services', 'bench', `svc-${i}`, 'merge', {
-            metadata: { annotations: { 'bench.example.com/revision': '2' } },
+    if (options.createWithoutBudget !== true) {
+      // Update: an annotation change (a needsUpdate field) on every Service, until each is synced again.
+      phases.push(
+        await phase('update', n, n, async () => {
+          const syncedMark = recorder.synced.length;
+          const writtenAt = new Map<string, number>();
+          for (let i = 0; i < n; i++) {
+            writtenAt.set(keys[i]!, performance.now());
+            kube.store.patch('services', 'bench', `svc-${i}`, 'merge', {
+              metadata: { annotations: { 'bench.example.com/revision': '2' } },
+            });
+          }
+          const syncedAt = new Map<string, number>();
+          await waitFor('update', () => {
+            for (const s of recorder.synced.slice(syncedMark)) {
+              if (!syncedAt.has(s.key)) syncedAt.set(s.key, s.at);
+            }
+            return syncedAt.size >= n;
           });
-        }
-        const syncedAt = new Map<string, number>();
-        await waitFor('update', () => {
-          for (const s of recorder.synced.slice(syncedMark)) {
-            if (!syncedAt.has(s.key)) syncedAt.set(s.key, s.at);
-          }
-          return syncedAt.size >= n;
-        });
-        return {
-          ended: Math.max(...syncedAt.values()),
-          e2e: keys.map((k) => syncedAt.get(k)! - writtenAt.get(k)!),
-        };
-      }),
-    );
+          return {
+            ended: Math.max(...syncedAt.values()),
+            e2e: keys.map((k) => syncedAt.get(k)! - writtenAt.get(k)!),
+          };
+        }),
+      );
 
-    // One node added: until every Service's target groups have registered it.
-    if (!inMemory) await nodeAdded();
+      // One node added: until every Service's target groups have registered it.
+      if (!inMemory) await nodeAdded();
 
-    // Delete: until every Service is gone from the API (finalizer released after the NLB is deleted).
-    phases.push(
-      await phase('delete', n, n, async () => {
-        const watchMark = watched.length;
-        const writtenAt = new Map<string, number>();
-        for (let i = 0; i < n; i++) {
-          writtenAt.set(keys[i]!, performance.now());
-          kube.store.delete('services', 'bench', `svc-${i}`);
-        }
-        const goneAt = new Map<string, number>();
-        await waitFor('delete', () => {
-          for (let i = watchMark; i < watched.length; i++) {
-            const event = watched[i]!;
-            if (event.type !== 'DELETED') continue;
-            goneAt.set(`${event.namespace}/${nameOf(event.object)}`, watchedAt[i]!);
+      // Delete: until every Service is gone from the API (finalizer released after the NLB is deleted).
+      phases.push(
+        await phase('delete', n, n, async () => {
+          const watchMark = watched.length;
+          const writtenAt = new Map<string, number>();
+          for (let i = 0; i < n; i++) {
+            writtenAt.set(keys[i]!, performance.now());
+            kube.store.delete('services', 'bench', `svc-${i}`);
           }
-          return goneAt.size >= n;
-        });
-        return {
-          ended: Math.max(...goneAt.values()),
-          e2e: keys.map((k) => goneAt.get(k)! - writtenAt.get(k)!),
-        };
-      }),
-    );
+          const goneAt = new Map<string, number>();
+          await waitFor('delete', () => {
+            for (let i = watchMark; i < watched.length; i++) {
+              const event = watched[i]!;
+              if (event.type !== 'DELETED') continue;
+              goneAt.set(`${event.namespace}/${nameOf(event.object)}`, watchedAt[i]!);
+            }
+            return goneAt.size >= n;
+          });
+          return {
+            ended: Math.max(...goneAt.values()),
+            e2e: keys.map((k) => goneAt.get(k)! - writtenAt.get(k)!),
+          };
+        }),
+      );
+    }
   } finally {
     running = false;
     unsubscribe();
