@@ -119,6 +119,7 @@ export function costOf(throughput: ThroughputResult, withoutBudget?: ThroughputR
   const gb = throughput.memoryMiB / 1024;
   const rows = throughput.phases.map((phase) => phaseCost(phase, gb));
   const unbudgeted = withoutBudget?.phases.find((p) => p.phase === 'create');
+  const unbudgetedCost = unbudgeted === undefined ? undefined : phaseCost(unbudgeted, gb);
   const goals = throughput.phases.flatMap((phase, i): CostGoal[] => {
     if (!(phase.phase in costBeforeLeaseSplit)) return [];
     const name = phase.phase as keyof typeof costBeforeLeaseSplit;
@@ -153,13 +154,13 @@ export function costOf(throughput: ThroughputResult, withoutBudget?: ThroughputR
     memoryMiB: throughput.memoryMiB,
     rows,
     goals,
-    ...(unbudgeted === undefined
+    ...(unbudgeted === undefined || unbudgetedCost === undefined
       ? {}
       : {
           createWithoutBudget: {
-            total: phaseCost(unbudgeted, gb).perMillion.total,
-            scaled: scaledTotal(phaseCost(unbudgeted, gb), unbudgeted.motoCallMs),
-            wru: unbudgeted.wru / unbudgeted.events,
+            total: unbudgetedCost.perMillion.total,
+            scaled: scaledTotal(unbudgetedCost, unbudgeted.motoCallMs),
+            wru: unbudgetedCost.perEvent.wru,
             motoCallMs: unbudgeted.motoCallMs,
           },
         }),

@@ -279,15 +279,19 @@ export async function throughput(
     }
   });
 
-  const waitFor = async (what: string, done: () => boolean) => {
+  const waitFor = async (
+    what: string,
+    done: () => boolean | Promise<boolean>,
+    everyMs = 20,
+  ): Promise<void> => {
     const deadline = performance.now() + timeoutMs;
-    while (!done()) {
+    while (!(await done())) {
       if (performance.now() > deadline) {
         throw new Error(
           `throughput: ${what} did not finish in ${timeoutMs / 1000} s; last warnings:\n${recorder.warnings.slice(-5).join('\n')}`,
         );
       }
-      await sleep(20);
+      await sleep(everyMs);
     }
   };
 
@@ -353,29 +357,27 @@ export async function throughput(
     // messages, or the schedule) has stored the eligible host set before Services arrive. Without
     // this, every create of the first batches would work the set out and store it again, a
     // one-off the per-event figures must not carry.
-    const hostsDeadline = performance.now() + timeoutMs;
-    while ((await runtimes[0]!.store.getEligibleHosts()) === undefined) {
-      if (performance.now() > hostsDeadline) {
-        throw new Error('throughput: node sync never stored the eligible host set');
-      }
-      await sleep(200);
-    }
+    await waitFor(
+      'the first node sync',
+      async () => (await runtimes[0]!.store.getEligibleHosts()) !== undefined,
+      200,
+    );
     // Node sync may have delayed a second trigger (its minimum interval): wait for it too.
     const counts = [
       'ApproximateNumberOfMessages',
       'ApproximateNumberOfMessagesNotVisible',
       'ApproximateNumberOfMessagesDelayed',
     ] as const;
-    for (;;) {
-      const { Attributes } = await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...counts] }),
-      );
-      if (counts.every((name) => Number(Attributes?.[name] ?? '0') === 0)) break;
-      if (performance.now() > hostsDeadline) {
-        throw new Error('throughput: the queue did not drain before the create phase');
-      }
-      await sleep(200);
-    }
+    await waitFor(
+      'draining the queue before the create phase',
+      async () => {
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...counts] }),
+        );
+        return counts.every((name) => Number(Attributes?.[name] ?? '0') === 0);
+      },
+      200,
+    );
     await quiet(() => invocations.length);
 
     // Create: every Service until its status carries the NLB's DNS name.
