@@ -343,12 +343,13 @@ export class FakeStateTable {
     pk: string,
     owner: string,
     ttlSeconds: number,
-  ): Promise<{ acquired: true; lease: Lease } | { acquired: false }> {
+  ): Promise<{ acquired: true; lease: Lease } | { acquired: false; heldUntil: number }> {
     await this.call();
     const now = this.clock.ms;
     const item = this.item(pk);
     if (item.leaseOwner === undefined || Number(item.leaseUntil) < now) {
       const unverified = item.leaseOwner !== undefined || item.unverified === true;
+      const pendingChange = item.dirty === true;
       item.leaseOwner = owner;
       item.leaseUntil = now + ttlSeconds * 1000;
       item.fence = Number(item.fence ?? 0) + 1;
@@ -361,12 +362,13 @@ export class FakeStateTable {
           fence: Number(item.fence),
           failures: Number(item.failures ?? 0),
           unverified,
+          pendingChange,
         },
       };
     }
     await this.call();
     item.dirty = true;
-    return { acquired: false };
+    return { acquired: false, heldUntil: Number(item.leaseUntil) };
   }
 
   async finish(

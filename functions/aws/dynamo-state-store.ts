@@ -77,10 +77,17 @@ export interface Lease {
    * The holder checks AWS instead of trusting the checkpoint (see the class comment).
    */
   readonly unverified: boolean;
+  /**
+   * A message marked the key dirty and the holder it counted on never ran the pass it asked for
+   * (it died or overran): this holder owes that full sync, whatever its own message asks.
+   */
+  readonly pendingChange: boolean;
 }
 
 export type AcquireResult =
-  { readonly acquired: true; readonly lease: Lease } | { readonly acquired: false };
+  | { readonly acquired: true; readonly lease: Lease }
+  /** Held by someone else until `heldUntil` (epoch ms), now marked dirty. */
+  | { readonly acquired: false; readonly heldUntil: number };
 
 export type FinishResult =
   /** Released: nobody asked for another pass meanwhile. */
@@ -169,22 +176,25 @@ export class DynamoStateStore {
           fence: Number(before.fence ?? 0) + 1,
           failures: Number(before.failures ?? 0),
           unverified: typeof before.leaseOwner === 'string' || before.unverified === true,
+          pendingChange: before.dirty === true,
         },
       };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'take lease');
     }
     try {
-      await this.doc.send(
+      const marked = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk },
           ConditionExpression: 'attribute_exists(leaseOwner) AND leaseUntil >= :now',
           UpdateExpression: 'SET dirty = :true',
           ExpressionAttributeValues: { ':now': now, ':true': true },
+          // When the lease runs out: the caller's message waits that long, not for ever.
+          ReturnValues: 'ALL_NEW',
         }),
       );
-      return { acquired: false };
+      return { acquired: false, heldUntil: Number(marked.Attributes?.leaseUntil ?? now) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'mark dirty');
       // Released in between: try once more to take it.
@@ -430,12 +440,19 @@ export class DynamoStateStore {
 
   async listServiceHosts(): Promise<ServiceHostsState[]> {
     const result: ServiceHostsState[] = [];
+    // A scan bills every item it reads whatever the filter keeps: the lease items of failing
+    // Services come at no extra cost.
+    const failing = new Set<ServiceKey>();
     for await (const item of this.scan(
       // uid is written with every record, of either release, and removed with it.
-      'begins_with(pk, :svc) AND attribute_exists(uid)',
-      { ':svc': 'svc#' },
+      '(begins_with(pk, :svc) AND attribute_exists(uid)) OR (begins_with(pk, :lease) AND failures > :zero)',
+      { ':svc': 'svc#', ':lease': 'svclease#', ':zero': 0 },
       'pk, hostsHash, nodeSelector',
     )) {
+      if (String(item.pk).startsWith('svclease#')) {
+        failing.add(String(item.pk).slice('svclease#'.length));
+        continue;
+      }
       const hash =
         typeof item.hostsHash === 'string' && item.hostsHash !== '' ? item.hostsHash : undefined;
       const selector =
@@ -448,7 +465,9 @@ export class DynamoStateStore {
         ...(selector !== undefined ? { nodeSelector: selector } : {}),
       });
     }
-    return result;
+    return result.map((service) =>
+      failing.has(service.key) ? { ...service, retryScheduled: true } : service,
+    );
   }
 
   /** Every service item, for the sweep: key, whether a record exists, failures, dirty, lease expiry. */

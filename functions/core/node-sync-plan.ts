@@ -25,6 +25,11 @@ export interface ServiceHostsState {
   readonly hostsHash?: string | undefined;
   /** The Service's target-node-labels selector in canonical form; undefined selects every node. */
   readonly nodeSelector?: string | undefined;
+  /**
+   * Its last sync failed and a retry is scheduled (a full sync that reads the host set afresh):
+   * node sync leaves it to that retry, so a failing Service keeps its backoff.
+   */
+  readonly retryScheduled?: boolean | undefined;
 }
 
 export interface NodeSyncPlan {
@@ -100,7 +105,12 @@ export function planNodeSync(
     return hash;
   };
   const servicesToUpdate = services
-    .filter((s) => s.hostsHash !== undefined && s.hostsHash !== hashFor(s.nodeSelector))
+    .filter(
+      (s) =>
+        s.retryScheduled !== true &&
+        s.hostsHash !== undefined &&
+        s.hostsHash !== hashFor(s.nodeSelector),
+    )
     .map((s) => s.key)
     .sort();
   return { eligible, changed, warnings, servicesToUpdate };

@@ -57,11 +57,23 @@ export async function runNodeMessages(
   ctx: RuntimeContext,
 ): Promise<string[]> {
   try {
-    await runNodeSync(
+    const run = await runNodeSync(
       ctx,
       messages.map((n) => n.message),
     );
-    return [];
+    if (run.kind === 'done') return [];
+    // Another run holds node sync: the changes (not the timer's tick, whose chain went on) come
+    // back when its lease runs out, in case that run died before the pass they asked for.
+    const change = messages.find((n) => n.message.chain === undefined);
+    if (change === undefined) return [];
+    const failed = await comeBackLater(
+      change.record,
+      change.message,
+      run.seconds,
+      ctx,
+      ctx.nodeQueue,
+    ).catch(() => change.record.messageId);
+    return failed === undefined ? [] : [failed];
   } catch (error) {
     // Node sync is re-driven by the schedule; a failed pass is reported, not retried hot.
     ctx.log.error('node sync failed', { error: errorMessage(error) });

@@ -4,7 +4,7 @@ import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from './messages';
-import { runKey } from './process-work';
+import { registrationWaitMs, runKey, secondsUntilExpiry } from './process-work';
 import type { ServiceKey } from '../core/keys';
 
 export const nodeSyncLease = leasePk('node-sync');
@@ -23,25 +23,34 @@ const maxPasses = 5;
 export async function runNodeSync(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
-): Promise<void> {
-  if (await coalesced(ctx, triggers)) return;
+): Promise<NodeSyncRun> {
+  if (await coalesced(ctx, triggers)) return { kind: 'done' };
   const acquired = await ctx.store.acquire(nodeSyncLease, ctx.newOwner(), ctx.config.leaseSeconds);
   if (!acquired.acquired) {
     // The running pass sees the dirty flag this acquire left and runs again; a tick of the
-    // current chain must still schedule the next one, or the chain would stop here.
+    // current chain must still schedule the next one, or the chain would stop here. The node
+    // changes wait for the lease to run out, in case its holder died before that pass.
     ctx.metrics.count('BusyKeys');
     await continueChain(ctx, triggers);
-    return;
+    return {
+      kind: 'busy',
+      seconds: secondsUntilExpiry(acquired.heldUntil, ctx.base.clock.now().getTime()),
+    };
   }
   const lease = acquired.lease;
   const lifecycle = newCollector(ctx);
+  // One registration deadline for the whole run: direct host updates share it, so however many
+  // passes run, their waits end well inside the function's timeout.
+  const deadline = ctx.base.clock.now().getTime() + registrationWaitMs;
+  const pastDeadline = () => ctx.base.clock.now().getTime() >= deadline;
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
       const started = ctx.base.clock.now().getTime();
       const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle });
-      const direct = result.servicesToUpdate.length <= ctx.config.directHostUpdates;
+      const direct =
+        result.servicesToUpdate.length <= ctx.config.directHostUpdates && !pastDeadline();
       if (direct) {
-        await runHostUpdatesNow(ctx, result.servicesToUpdate);
+        await runHostUpdatesNow(ctx, result.servicesToUpdate, deadline);
       } else {
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
@@ -64,9 +73,9 @@ export async function runNodeSync(
       });
       const finish = await ctx.store.finish(lease, 'keep', ctx.config.leaseSeconds);
       if (finish.kind !== 'again') break;
-      if (pass === maxPasses) {
-        // Node changes kept arriving; their messages were acknowledged as busy, so a fresh one
-        // must carry them to the next pass, which the released lease lets anyone run at once.
+      if (pass === maxPasses || pastDeadline()) {
+        // Node changes kept arriving (or the run's time is spent): a fresh message carries them
+        // to the next pass, which the released lease lets anyone run at once.
         const handed = await ctx.store.handBack(lease, 'keep');
         if (handed.kind === 'released') {
           ctx.metrics.count('HandedBackKeys');
@@ -74,6 +83,7 @@ export async function runNodeSync(
             { v: 1, kind: 'node', reason: 'node changes during node sync' },
           ]);
         }
+        break;
       }
     }
   } catch (error) {
@@ -90,7 +100,11 @@ export async function runNodeSync(
     lastRunAtMs: ctx.base.clock.now().getTime(),
   });
   await continueChain(ctx, triggers);
+  return { kind: 'done' };
 }
+
+/** How a node-sync run ended: done, or its lease held by another run until `seconds` from now. */
+export type NodeSyncRun = { readonly kind: 'done' } | { readonly kind: 'busy'; seconds: number };
 
 /**
  * One hop from a node change to the NLB: when the change touches few Services, node sync runs
@@ -100,10 +114,16 @@ export async function runNodeSync(
  * message with its delay, where the key's backoff continues. Large fan-outs always take the work
  * queue, spread over its workers.
  */
-async function runHostUpdatesNow(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
+async function runHostUpdatesNow(
+  ctx: RuntimeContext,
+  keys: readonly ServiceKey[],
+  deadline: number,
+): Promise<void> {
   if (keys.length === 0) return;
   ctx.metrics.count('DirectHostUpdates', keys.length);
-  const followUps = await Promise.all(keys.map((key) => runKey(key, new Set(['hosts']), ctx)));
+  const followUps = await Promise.all(
+    keys.map((key) => runKey(key, new Set(['hosts']), ctx, {}, deadline)),
+  );
   for (const followUp of followUps) {
     if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);
   }
@@ -129,10 +149,17 @@ async function coalesced(
   if (now >= due) return false;
   ctx.metrics.count('CoalescedNodeMessages', triggers.length);
   if (await ctx.store.claimUntil(nodeSyncLease, 'coalescedUntil', due)) {
-    await ctx.nodeQueue.send(
-      [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
-      Math.ceil((due - now) / 1000),
-    );
+    try {
+      await ctx.nodeQueue.send(
+        [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
+        Math.ceil((due - now) / 1000),
+      );
+    } catch (error) {
+      // Give the claim back, or the retry of these messages would find it taken and be folded
+      // into a pass that nothing is on its way to run.
+      await ctx.store.removeAttributes(nodeSyncLease, ['coalescedUntil']).catch(() => undefined);
+      throw error;
+    }
   }
   return true;
 }

@@ -71,8 +71,15 @@ export async function processWorkBatch(
     record,
     parsed: parseWorkMessage(record.body),
   }));
+  // Unread (the state table failing), no resync can be judged: they come back, rather than
+  // being taken for forgeries and run as syncs that trust the checkpoint.
   const resyncPasses = parsedRecords.some((r) => r.parsed.ok && r.parsed.message.kind === 'resync')
-    ? await currentResyncPasses(ctx).catch(() => new Set<string>())
+    ? await currentResyncPasses(ctx).catch((error: unknown) => {
+        ctx.log.warn('could not read the sweep pass ids; resync messages come back', {
+          error: errorMessage(error),
+        });
+        return undefined;
+      })
     : new Set<string>();
   for (const { record, parsed } of parsedRecords) {
     if (!parsed.ok) {
@@ -101,10 +108,14 @@ export async function processWorkBatch(
       ctx.metrics.count('ForwarderPendingKeys', message.pending);
       continue;
     }
+    if (message.kind === 'resync' && resyncPasses === undefined) {
+      failures.push({ itemIdentifier: record.messageId });
+      continue;
+    }
     const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
     if (
       message.kind === 'resync' &&
-      (message.pass === undefined || !resyncPasses.has(message.pass))
+      (message.pass === undefined || !resyncPasses?.has(message.pass))
     ) {
       // Not sent by a sweep run we recorded (forged, or from before an upgrade): an ordinary
       // sync, which costs a checkpoint hit rather than a full round of AWS reads.
@@ -272,11 +283,25 @@ export function runKey(
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
   origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined } = {},
+  /**
+   * When registration waits must end (epoch ms); by default `registrationWaitMs` from now. Node
+   * sync passes the one deadline of its whole run, so its host updates never add up past it.
+   */
+  deadline = ctx.base.clock.now().getTime() + registrationWaitMs,
 ): Promise<KeyFollowUp> {
-  return registrationDeadline.run(ctx.base.clock.now().getTime() + registrationWaitMs, () =>
-    runPasses(key, modes, ctx, origin),
-  );
+  return registrationDeadline.run(deadline, () => runPasses(key, modes, ctx, origin));
 }
+
+/**
+ * Seconds until a lease held until `heldUntil` has run out, and a second more: a message that
+ * found the key busy comes back then, so a holder that died never takes the change with it.
+ */
+export function secondsUntilExpiry(heldUntil: number, now: number): number {
+  return Math.min(maxDelaySeconds, Math.max(1, Math.ceil((heldUntil - now) / 1000) + 1));
+}
+
+/** SQS delays and visibility changes this runtime makes stay within SendMessage's 900 s. */
+const maxDelaySeconds = 900;
 
 async function runPasses(
   key: ServiceKey,
@@ -300,13 +325,22 @@ async function runPasses(
       ctx.config.leaseSeconds,
     );
     if (!acquired.acquired) {
-      // S5: the holder sees the dirty flag and runs once more; this message is done.
-      ctx.log.info('key is busy; the holder will run again', fields);
+      // S5: a live holder sees the dirty flag and runs once more. The message is not done until
+      // that pass has run, and a holder may die first: it comes back when the lease runs out,
+      // and then finds the key free (a pass, usually a checkpoint hit) or held again (it waits).
+      const seconds = secondsUntilExpiry(acquired.heldUntil, ctx.base.clock.now().getTime());
+      ctx.log.info('key is busy; the holder will run again', { ...fields, comesBackIn: seconds });
       ctx.metrics.count('BusyKeys');
-      return undefined;
+      return { message: again(mode, key, pass), seconds };
     }
     const lease = acquired.lease;
     held = lease;
+    if (mode === 'hosts' && (lease.unverified || lease.pendingChange)) {
+      // A host update trusts the record's targets and skips the spec: after a failure, a
+      // takeover or a change its last holder never ran, only a full sync that reads AWS will do.
+      mode = 'service';
+      ctx.metrics.count('EscalatedHostUpdates');
+    }
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
     let failureUpdate: FailureUpdate = 'keep';

@@ -147,6 +147,7 @@ export function createRuntime(
     },
     config.tenantPolicy &&
       new TenantPolicyEnforcer(config.tenantPolicy, claim, new HttpKubernetesApi(connect)),
+    { now: () => clock.now().getTime() },
   );
   let passes = 0;
   const instance = randomUUID().slice(0, 8);

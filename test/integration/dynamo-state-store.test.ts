@@ -102,7 +102,14 @@ describe('leases', () => {
     const result = await store.acquire(webLease, 'worker-a', ttl);
     expect(result).toEqual({
       acquired: true,
-      lease: { pk: webLease, owner: 'worker-a', fence: 1, failures: 0, unverified: false },
+      lease: {
+        pk: webLease,
+        owner: 'worker-a',
+        fence: 1,
+        failures: 0,
+        unverified: false,
+        pendingChange: false,
+      },
     });
     expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
@@ -112,10 +119,13 @@ describe('leases', () => {
     });
   });
 
-  it('refuses a held lease and marks the item dirty for the holder', async () => {
+  it('refuses a held lease, marks the item dirty for the holder and says when the lease runs out', async () => {
     await take(webLease, 'worker-a');
     clock.advance(10);
-    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({
+      acquired: false,
+      heldUntil: t0 + 30_000,
+    });
     expect(await store.getItem(webLease)).toMatchObject({
       leaseOwner: 'worker-a',
       fence: 1,
@@ -123,16 +133,27 @@ describe('leases', () => {
     });
   });
 
-  it('still refuses at the expiry instant and takes over one millisecond later with fence 2, unverified', async () => {
+  it('still refuses at the expiry instant and takes over one millisecond later with fence 2, unverified, owing the pass the dirty mark asked for', async () => {
     await take(webLease, 'worker-a');
     clock.advance(ttl);
-    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({
+      acquired: false,
+      heldUntil: t0 + 30_000,
+    });
     clock.ms += 1;
     const taken = await store.acquire(webLease, 'worker-b', ttl);
     expect(taken).toEqual({
       acquired: true,
-      // worker-a never released: whatever it was doing to AWS may be half done.
-      lease: { pk: webLease, owner: 'worker-b', fence: 2, failures: 0, unverified: true },
+      // worker-a never released: whatever it was doing to AWS may be half done, and it never
+      // ran the pass worker-b's refused acquire asked it for.
+      lease: {
+        pk: webLease,
+        owner: 'worker-b',
+        fence: 2,
+        failures: 0,
+        unverified: true,
+        pendingChange: true,
+      },
     });
     expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
   });
@@ -195,7 +216,7 @@ describe('leases', () => {
   it('a holder that saw no record but was asked for another pass runs again, its lease kept', async () => {
     const lease = await take(webLease, 'worker-a');
     expect(await store.fencedBy(lease).getService('default/web')).toBeUndefined();
-    expect(await store.acquire(webLease, 'worker-b', ttl)).toEqual({ acquired: false });
+    expect(await store.acquire(webLease, 'worker-b', ttl)).toMatchObject({ acquired: false });
     expect(await store.finish(lease, 'reset', ttl)).toEqual({ kind: 'again' });
     expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-a', dirty: false });
   });

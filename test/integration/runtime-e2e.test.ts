@@ -5,6 +5,7 @@ import {
   DescribeTargetGroupsCommand,
   DescribeTargetHealthCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { serviceLeasePk, servicePk } from '../../functions/aws/dynamo-state-store';
@@ -252,7 +253,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     ).toBe(2);
   });
 
-  it('never runs two syncs of one key at once; a message during a sync gets one more pass and no failure', async () => {
+  it('never runs two syncs of one key at once; a message during a sync gets one more pass and no failure, and comes back when the lease runs out', async () => {
     await world.api.createNamespacedService({
       namespace: 'default',
       body: loadBalancerService('web'),
@@ -263,7 +264,6 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(records).toHaveLength(2);
     // Two concurrent invocations, one message each.
     const [a, b] = await Promise.all([world.handle([records[0]!]), world.handle([records[1]!])]);
-    expect([...a.batchItemFailures, ...b.batchItemFailures]).toEqual([]);
     expect(world.metrics.get('BusyKeys')).toBe(1);
     // The holder ran a second pass for the busy message.
     const passes = world.log.lines.filter(
@@ -272,6 +272,29 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(passes.map((l) => l.fields.pass)).toEqual([1, 2]);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures ?? 0).toBe(0);
     expect(world.aws.recorder.count('CreateLoadBalancer')).toBe(1);
+    // The busy message is not acknowledged: it waits out the lease it found (had its holder
+    // died, nothing else would run the key), then finds the key free and the work done.
+    const failed = [...a.batchItemFailures, ...b.batchItemFailures];
+    expect(failed).toHaveLength(1);
+    const busy = world.log.lines.find(
+      (l) => l.message === 'key is busy; the holder will run again',
+    );
+    expect(busy?.fields.comesBackIn).toBeGreaterThan(world.config.leaseSeconds - 5);
+    expect(busy?.fields.comesBackIn).toBeLessThanOrEqual(world.config.leaseSeconds + 1);
+    expect(await world.receive(0)).toEqual([]);
+    const back = records.find((r) => r.messageId === failed[0]?.itemIdentifier)!;
+    // The lease's time, skipped: the message is made visible as its expiry would.
+    await world.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: world.config.queueUrl,
+        ReceiptHandle: back.receiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    world.aws.recorder.reset();
+    await world.drain();
+    expect(world.aws.recorder.count(undefined, 'ElasticLoadBalancingV2')).toBe(0);
+    expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
   it('restores a target group deleted by hand on the next sweep', async () => {
@@ -335,26 +358,52 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(item?.unverified).toBeUndefined();
   });
 
-  it('a host update on a lease taken over from a dead holder keeps the unverified mark, and the next full sync checks AWS and clears it', async () => {
+  it('a host update on a lease taken over from a dead holder runs as a full sync: it checks AWS, registers the node and clears the unverified mark', async () => {
     await createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
     expect(dead.acquired).toBe(true);
-    // A node joins: node sync's host update takes the dead holder's lease and registers it. It
-    // trusts the record for everything but the targets, so it vouches for nothing.
+    // A node joins: node sync's host update takes the dead holder's lease. Whatever that holder
+    // was doing to AWS may be half done, so the record's targets are not to be trusted.
     const added = await world.addNode();
+    world.aws.recorder.reset();
+    const fullSyncs = world.metrics.get('Syncs{outcome=done,kind=service}');
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
-    expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(1);
+    expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(0);
+    expect(world.metrics.get('Syncs{outcome=done,kind=service}')).toBe(fullSyncs + 1);
+    expect(world.metrics.get('EscalatedHostUpdates')).toBe(1);
+    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
     const { targets } = await loadBalancer();
     expect(Object.values(targets).every((ids) => ids.includes(added.instanceId))).toBe(true);
-    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBe(true);
-
-    world.aws.recorder.reset();
-    await world.send({ v: 1, kind: 'service', key });
-    await world.drain();
-    // The same spec with a trusted checkpoint would touch no AWS (see the test above).
-    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
+  });
+
+  it('a change the dead holder was asked to run (dirty) is run by whoever takes the lease over, even a host update', async () => {
+    await createService();
+    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', 1);
+    expect(dead.acquired).toBe(true);
+    // A ports change arrives while the holder lives: the key is marked dirty for it, then the
+    // holder dies without running that pass.
+    await world.api.patchNamespacedService(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: {
+          spec: { ports: [{ name: 'alt', protocol: 'TCP', port: 8080, targetPort: 8080 }] },
+        },
+      },
+      merge,
+    );
+    expect(
+      await world.runtime.store.acquire(serviceLeasePk(key), 'refused-worker', 30),
+    ).toMatchObject({ acquired: false });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    // Only a node change comes (the change's own message is not under test here).
+    await world.addNode();
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    expect((await loadBalancer()).listeners).toEqual(['TCP:8080']);
+    expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(0);
   });
 
   it('a full sync that refuses the spec (terminal) on an unverified lease clears the mark with the checkpoint', async () => {
@@ -515,7 +564,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const [tick] = await world.receiveNodes(1);
     await world.handleNodes([tick!]);
     expect(await world.queueDepth('nodes')).toMatchObject({ delayed: 1 });
-    expect(await runNodeSync(world.runtime, [])).toBeUndefined();
+    expect(await runNodeSync(world.runtime, [])).toEqual({ kind: 'done' });
   });
 
   it('a tick that finds node sync running still schedules the next tick, so the chain goes on', async () => {

@@ -35,6 +35,14 @@ export const scenarioNames = [
   'adversarial: foreign resources in state',
   'adversarial: one namespace floods the queue',
   'adversarial: tenant policy violations',
+  'AWS faults: security groups not visible yet',
+  'AWS faults: target groups, load balancers and listeners not visible yet',
+  'AWS faults: answers lost after the change was made',
+  'AWS faults: repeated creates answered as AWS does',
+  'killed at every AWS call, restarted: create',
+  'killed at every AWS call, restarted: update',
+  'killed at every AWS call, restarted: delete',
+  'half-done host updates and takeovers',
 ] as const;
 
 const fragments = join('bench', 'results', '.reliability');
