@@ -1,0 +1,185 @@
+/**
+ * Issue 31's runtime findings, each against moto and the fake API server: what a failure part-way
+ * through a host update, a node-sync run or a batch leaves behind must still be run, once, by
+ * a pass that reads what it needs afresh.
+ */
+import { randomUUID } from 'node:crypto';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ControllerConfig } from '../../functions/config';
+import type { RuntimeContext } from '../../functions/runtime/context';
+import type { WorkMessage } from '../../functions/runtime/messages';
+import { processNodeBatch } from '../../functions/runtime/node-messages';
+import { nodeSyncLease } from '../../functions/runtime/node-sync';
+import { processWorkBatch } from '../../functions/runtime/process-work';
+import { sweepLease } from '../../functions/runtime/sweep';
+import { loadBalancerService } from '../support/kube-objects';
+import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
+
+let world: RuntimeWorld;
+
+async function start(overrides: Partial<ControllerConfig> = {}) {
+  world = await createRuntimeWorld(overrides);
+}
+
+afterEach(async () => {
+  await world.stop();
+});
+
+async function createService(name = 'web') {
+  await world.api.createNamespacedService({
+    namespace: 'default',
+    body: loadBalancerService(name),
+  });
+  await world.send({ v: 1, kind: 'service', key: `default/${name}` });
+  await world.drain();
+}
+
+async function sendToNodeQueue(message: WorkMessage) {
+  await world.sqs.send(
+    new SendMessageCommand({ QueueUrl: world.nodeQueueUrl, MessageBody: JSON.stringify(message) }),
+  );
+}
+
+/** Draws 1 (a miss) for the first `misses` attempts, then 0 (a hit). */
+function missFirst(misses: number): () => number {
+  let drawn = 0;
+  return () => (drawn++ < misses ? 1 : 0);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () => {
+  it('a host update that failed after one RegisterTargets landed is retried as a full sync that reads AWS: a node that came and went is not left behind', async () => {
+    await start();
+    await createService();
+    const before = (await targetsOf(world, 'default/web')).map((ids) => [...ids].sort());
+    const added = await world.addNode();
+    // The first group's registration lands; the second's fails on both of the SDK's attempts.
+    world.aws.recorder.injectFault({
+      operation: 'RegisterTargets',
+      kind: 'server-error',
+      times: 2,
+      probability: 0.5,
+      random: missFirst(1),
+    });
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.handleNodesOnce(1);
+    const halfDone = await targetsOf(world, 'default/web');
+    expect(halfDone.filter((ids) => ids.includes(added.instanceId))).toHaveLength(1);
+
+    // The node leaves again before the retry: the host set is back to what the record says.
+    world.kube.store.delete('nodes', '', added.name);
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node removed' });
+    await sleep(world.config.backoffBaseSeconds * 1000);
+    await world.drain();
+    expect((await targetsOf(world, 'default/web')).map((ids) => [...ids].sort())).toEqual(before);
+    expect(world.metrics.get('EscalatedHostUpdates')).toBe(1);
+  });
+
+  it('a host update that keeps failing keeps its backoff: node-sync passes meanwhile neither run it again nor queue more messages for it', async () => {
+    await start();
+    await createService();
+    await world.addNode();
+    world.aws.recorder.reset();
+    world.aws.recorder.injectFault({
+      operation: 'RegisterTargets',
+      kind: 'error',
+      code: 'AccessDenied',
+    });
+    for (let pass = 0; pass < 4; pass++) {
+      await sendToNodeQueue({ v: 1, kind: 'node', reason: `node sync ${pass}` });
+      await world.handleNodesOnce(1);
+    }
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(1);
+    const depth = await world.queueDepth('work');
+    expect(depth.visible + depth.inFlight + depth.delayed).toBe(1);
+  });
+
+  it('node sync gives its direct host updates one deadline for the whole run: past it, they go to the work queue', async () => {
+    await start();
+    await createService();
+    await world.addNode();
+    // A run whose Node list took longer than the registration deadline (a slow API server).
+    let offset = 0;
+    const base = world.runtime.base;
+    const ctx: RuntimeContext = {
+      ...world.runtime,
+      base: {
+        ...base,
+        clock: { now: () => new Date(Date.now() + offset) },
+        kube: {
+          ...base.kube,
+          getService: (namespace, name) => base.kube.getService(namespace, name),
+          addFinalizer: (s, f) => base.kube.addFinalizer(s, f),
+          removeFinalizer: (s, f) => base.kube.removeFinalizer(s, f),
+          patchServiceStatus: (s, st) => base.kube.patchServiceStatus(s, st),
+          listNodes: async () => {
+            const nodes = await base.kube.listNodes();
+            offset += 31_000;
+            return nodes;
+          },
+        },
+      },
+    };
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    const records = await world.receiveNodes(1);
+    expect((await processNodeBatch(records, ctx)).batchItemFailures).toEqual([]);
+    expect(world.metrics.get('DirectHostUpdates')).toBe(0);
+    const queued = await world.receive(1);
+    expect(queued.map((r) => (JSON.parse(r.body) as WorkMessage).kind)).toEqual(['hosts']);
+  });
+
+  it('resync messages come back, not downgraded, when the sweep pass ids cannot be read', async () => {
+    await start();
+    await createService();
+    const store = world.runtime.store;
+    const failing = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property === 'getItem') {
+          return (pk: string) =>
+            pk === sweepLease
+              ? Promise.reject(new Error('DynamoDB is unavailable'))
+              : target.getItem(pk);
+        }
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+    const syncs = world.metrics.get('Syncs{outcome=done,kind=service}');
+    await world.send({ v: 1, kind: 'resync', key: 'default/web', pass: randomUUID() });
+    const records = await world.receive(1);
+    const result = await processWorkBatch(records, { ...world.runtime, store: failing });
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[0]?.messageId]);
+    expect(world.metrics.get('UnverifiedResyncs')).toBe(0);
+    expect(world.metrics.get('Syncs{outcome=done,kind=service}')).toBe(syncs);
+  });
+
+  it('a node change folded into a later pass is not dropped when sending that pass fails: the claim is given back and the retry sends it', async () => {
+    await start({ nodeSyncMinIntervalSeconds: 30 });
+    await createService();
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'first' });
+    await world.handleNodesOnce(1);
+    let refuse = true;
+    const ctx: RuntimeContext = {
+      ...world.runtime,
+      nodeQueue: {
+        ...world.runtime.nodeQueue,
+        send: (messages, delay) => {
+          if (refuse) {
+            refuse = false;
+            return Promise.reject(new Error('SQS is unavailable'));
+          }
+          return world.runtime.nodeQueue.send(messages, delay);
+        },
+      },
+    };
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'second' });
+    const records = await world.receiveNodes(1);
+    expect((await processNodeBatch(records, ctx)).batchItemFailures).toHaveLength(1);
+    expect((await world.runtime.store.getItem(nodeSyncLease))?.coalescedUntil).toBeUndefined();
+    // The failed message's retry, handled again: now the folded pass is on its way.
+    await processNodeBatch(records, ctx);
+    expect((await world.queueDepth('nodes')).delayed).toBe(1);
+  });
+});
