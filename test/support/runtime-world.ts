@@ -29,6 +29,7 @@ import { createRuntime } from '../../functions/runtime/wiring';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac, type ProjectRbac } from '../../functions/local/project-rbac';
+import type { InstrumentableClient } from './aws-calls';
 import { MotoAccount } from './moto';
 
 export class RecordingLog implements RuntimeLog {
@@ -102,6 +103,12 @@ export interface RuntimeWorld {
   receiveNodes(waitSeconds?: number): Promise<QueueRecord[]>;
   /** Hands records of the node queue to the node-sync function's handler, as its event source does. */
   handleNodes(records: QueueRecord[]): Promise<BatchResult>;
+  /**
+   * Another function instance on the same queues, table, cluster and account: its own runtime
+   * and SDK clients, each passed through `adapt` after the world's own instrumentation (a crash
+   * after the k-th AWS call, say).
+   */
+  startInstance(adapt: <C extends InstrumentableClient>(client: C) => C): RuntimeContext;
   /** Stops the API server; fails if it refused any request (a call outside the manifests' RBAC). */
   stop(): Promise<void>;
 }
@@ -234,16 +241,18 @@ export async function createRuntimeWorld(
   });
   const log = new RecordingLog();
   const metrics = new RecordingMetrics();
-  const runtime = createRuntime(config, {
-    credentials: account.config.credentials,
-    maxAttempts: 2,
-    log,
-    metrics,
-    adaptClient: (client) =>
-      client instanceof DynamoDBClient
-        ? oneAtATime(aws.recorder.attach(account.bind(client)))
-        : aws.recorder.attach(account.bind(client)),
-  });
+  const startInstance = (adapt: <C extends InstrumentableClient>(client: C) => C) =>
+    createRuntime(config, {
+      credentials: account.config.credentials,
+      maxAttempts: 2,
+      log,
+      metrics,
+      adaptClient: (client) =>
+        client instanceof DynamoDBClient
+          ? oneAtATime(adapt(aws.recorder.attach(account.bind(client))))
+          : adapt(aws.recorder.attach(account.bind(client))),
+    });
+  const runtime = startInstance((client) => client);
   const queueUrl = queue.QueueUrl ?? '';
   const nodeQueueUrl = nodeQueue?.QueueUrl;
   const receiveFrom = async (url: string, waitSeconds: number): Promise<QueueRecord[]> => {
@@ -369,6 +378,7 @@ export async function createRuntimeWorld(
         problem: m.MessageAttributes?.problem?.StringValue,
       }));
     },
+    startInstance,
     stop: async () => {
       await kube.stop();
       if (kube.denials.length > 0) {

@@ -1,7 +1,12 @@
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
-import type { InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
+import type {
+  HandlerExecutionContext,
+  InitializeHandler,
+  InitializeHandlerArguments,
+  MetadataBearer,
+} from '@smithy/types';
 import { addRateLimits, type NlbClients } from '../../../functions/aws/clients';
 import type { InstrumentableClient } from '../../support/aws-calls';
 import type { MotoAccount } from '../../support/moto';
@@ -18,7 +23,31 @@ export function crashingClients(
   /** Applied to each client first (a call recorder with injected faults, say). */
   also: <C extends InstrumentableClient>(client: C) => C = (client) => client,
 ) {
+  const crash = crashAfterCalls(crashAfter, also);
+  const elbv2 = crash.instrument(account.client(ElasticLoadBalancingV2Client));
+  addRateLimits(elbv2);
+  const clients: NlbClients = {
+    elbv2,
+    ec2: crash.instrument(account.client(EC2Client)),
+    tagging: crash.instrument(account.client(ResourceGroupsTaggingAPIClient)),
+  };
+  return { clients, crashed: crash.crashed, calls: crash.calls };
+}
+
+/** AWS services whose calls count towards a crash: what the load balancer provider calls. */
+const crashingServices = ['ElasticLoadBalancingV2', 'EC2', 'ResourceGroupsTaggingAPI'];
+
+/**
+ * The middleware behind crashingClients, for any client: the k-th call to ELBv2, EC2 or the
+ * tagging API does its work, its answer is lost, and every later call of an instrumented client
+ * (DynamoDB and SQS included: the process is dead) hangs for ever.
+ */
+export function crashAfterCalls(
+  crashAfter: number,
+  also: <C extends InstrumentableClient>(client: C) => C = (client) => client,
+) {
   let calls = 0;
+  let dead = false;
   let signal: () => void = () => undefined;
   const crashed = new Promise<void>((resolve) => {
     signal = resolve;
@@ -27,14 +56,20 @@ export function crashingClients(
   const instrument = <C extends InstrumentableClient>(client: C): C => {
     also(client);
     client.middlewareStack.add(
-      (next: InitializeHandler<object, MetadataBearer>) =>
+      (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
         async (args: InitializeHandlerArguments<object>) => {
+          if (dead) return never;
+          const service = (context.clientName ?? '').replace(/Client$/, '');
+          // The k-th call's own middleware may call DynamoDB (the registration budget books its
+          // slot there): the process dies with the k-th answer, not before.
+          if (!crashingServices.includes(service)) return next(args);
           if (calls >= crashAfter) return never;
           const n = ++calls;
           // An answer or an error: either way it is lost if this is the call the process died in.
           const result = next(args);
           if (n !== crashAfter) return result;
           await result.catch(() => undefined);
+          dead = true;
           signal();
           return never;
         },
@@ -42,12 +77,5 @@ export function crashingClients(
     );
     return client;
   };
-  const elbv2 = instrument(account.client(ElasticLoadBalancingV2Client));
-  addRateLimits(elbv2);
-  const clients: NlbClients = {
-    elbv2,
-    ec2: instrument(account.client(EC2Client)),
-    tagging: instrument(account.client(ResourceGroupsTaggingAPIClient)),
-  };
-  return { clients, crashed, calls: () => calls };
+  return { instrument, crashed, calls: () => calls };
 }
