@@ -133,6 +133,22 @@ export class FakeAwsAccount {
         this.onTargetsChanged?.(tg);
         return {};
       }
+      case 'DescribeTargetHealth': {
+        // A host update after a failed pass reads what is registered instead of the record.
+        const tg = this.targetGroups.get(String(input.TargetGroupArn));
+        if (tg === undefined) {
+          throw Object.assign(new Error('target group not found'), {
+            name: 'TargetGroupNotFound',
+            $fault: 'client',
+          });
+        }
+        return {
+          TargetHealthDescriptions: [...tg.targets].map((Id) => ({
+            Target: { Id },
+            TargetHealth: { State: 'healthy' },
+          })),
+        };
+      }
       case 'DescribeTags': {
         // The ownership check before a registration; like AWS, one unknown ARN fails the call.
         const arns = (input.ResourceArns ?? []) as string[];

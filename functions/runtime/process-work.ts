@@ -335,9 +335,8 @@ async function runPasses(
     }
     const lease = acquired.lease;
     held = lease;
-    if (mode === 'hosts' && (lease.unverified || lease.pendingChange)) {
-      // A host update trusts the record's targets and skips the spec: after a failure, a
-      // takeover or a change its last holder never ran, only a full sync that reads AWS will do.
+    if (mode === 'hosts' && lease.pendingChange) {
+      // A change the dead holder was asked to run and never did: a host update skips the spec.
       mode = 'service';
       ctx.metrics.count('EscalatedHostUpdates');
     }
@@ -350,9 +349,12 @@ async function runPasses(
       const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
       const started = ctx.base.clock.now().getTime();
       const checksAws = mode === 'resync' || (mode === 'service' && unverified);
+      // After a failure or a takeover the record's targets may not be AWS's (a registration that
+      // landed before the failure, or one that never did): a host update reads them from AWS.
+      if (mode === 'hosts' && unverified) ctx.metrics.count('HostUpdatesFromAws');
       outcome =
         mode === 'hosts'
-          ? await syncHosts(key, deps)
+          ? await syncHosts(key, deps, { readTargets: unverified })
           : await syncService(key, deps, { ignoreCheckpoint: checksAws });
       // A full sync that completed (or reported a spec it cannot serve, which clears the
       // checkpoint) vouches for the record; a pass that failed may have left AWS half-changed.

@@ -114,12 +114,21 @@ export interface LoadBalancerProvider {
     service: Service,
     hosts: readonly Host[],
     state: ProviderState | undefined,
+    options?: UpdateOptions,
   ): Promise<UpdateResult>;
   /** Deletes everything owned for the Service; must not stop early because the NLB is already gone. */
   ensureLoadBalancerDeleted(
     service: Service,
     state: ProviderState | undefined,
   ): Promise<DeleteResult>;
+}
+
+export interface UpdateOptions {
+  /**
+   * Read what each target group has registered from AWS instead of trusting the targets the
+   * state records: after a failed pass or a takeover the record may not say what AWS has.
+   */
+  readonly readTargets?: boolean;
 }
 
 /** The Kubernetes API as the use cases need it. */

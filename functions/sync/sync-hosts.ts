@@ -7,7 +7,7 @@ import { isBeingDeleted, serviceReference } from '../core/objects';
 import { hostsForService, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
-import { providerStateOf, type UpdateResult } from './ports';
+import { providerStateOf, type UpdateOptions, type UpdateResult } from './ports';
 import { syncService } from './sync-service';
 
 /**
@@ -16,7 +16,11 @@ import { syncService } from './sync-service';
  * a plain host update (the Service is gone, no longer ours, being deleted, never ensured, or its
  * LB has vanished) is handed to syncService, which owns those paths.
  */
-export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promise<SyncOutcome> {
+export async function syncHosts(
+  key: ServiceKey,
+  deps: SyncDependencies,
+  options: UpdateOptions = {},
+): Promise<SyncOutcome> {
   try {
     const { namespace, name } = parseServiceKey(key);
     const service = await deps.kube.getService(namespace, name);
@@ -33,7 +37,9 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
     }
     deps.lifecycle.subject(service);
     const hosts = await hostsForService(deps, service, record.nodeSelector);
-    if (record.hostsHash === hosts.hash) return done;
+    // The record's hash says what the last clean pass registered; with targets to be read from
+    // AWS, it proves nothing (a half-done update may have left more or fewer).
+    if (record.hostsHash === hosts.hash && options.readTargets !== true) return done;
 
     const ref = serviceReference(service);
     const checkpointInput = {
@@ -43,7 +49,12 @@ export async function syncHosts(key: ServiceKey, deps: SyncDependencies): Promis
     };
     let result: UpdateResult;
     try {
-      result = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider);
+      result = await deps.provider.updateLoadBalancer(
+        service,
+        hosts.hosts,
+        record.provider,
+        options,
+      );
     } catch (error) {
       if (error instanceof InvariantError) throw error;
       if (errorKind(error) === 'requeue-after') {

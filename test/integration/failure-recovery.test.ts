@@ -50,7 +50,7 @@ function missFirst(misses: number): () => number {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () => {
-  it('a host update that failed after one RegisterTargets landed is retried as a full sync that reads AWS: a node that came and went is not left behind', async () => {
+  it('a host update that failed after one RegisterTargets landed is retried reading the registered targets from AWS: a node that came and went is not left behind', async () => {
     await start();
     await createService();
     const before = (await targetsOf(world, 'default/web')).map((ids) => [...ids].sort());
@@ -74,7 +74,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     await sleep(world.config.backoffBaseSeconds * 1000);
     await world.drain();
     expect((await targetsOf(world, 'default/web')).map((ids) => [...ids].sort())).toEqual(before);
-    expect(world.metrics.get('EscalatedHostUpdates')).toBe(1);
+    expect(world.metrics.get('HostUpdatesFromAws')).toBe(1);
   });
 
   it('a host update that keeps failing keeps its backoff: node-sync passes meanwhile neither run it again nor queue more messages for it', async () => {

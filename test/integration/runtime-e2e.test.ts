@@ -358,23 +358,26 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(item?.unverified).toBeUndefined();
   });
 
-  it('a host update on a lease taken over from a dead holder runs as a full sync: it checks AWS, registers the node and clears the unverified mark', async () => {
+  it('a host update on a lease taken over from a dead holder reads the registered targets from AWS and keeps the unverified mark for the next full sync', async () => {
     await createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
     expect(dead.acquired).toBe(true);
     // A node joins: node sync's host update takes the dead holder's lease. Whatever that holder
-    // was doing to AWS may be half done, so the record's targets are not to be trusted.
+    // was doing to AWS may be half done, so the targets the record lists are not to be trusted.
     const added = await world.addNode();
     world.aws.recorder.reset();
-    const fullSyncs = world.metrics.get('Syncs{outcome=done,kind=service}');
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
-    expect(world.metrics.get('Syncs{outcome=done,kind=hosts}')).toBe(0);
-    expect(world.metrics.get('Syncs{outcome=done,kind=service}')).toBe(fullSyncs + 1);
-    expect(world.metrics.get('EscalatedHostUpdates')).toBe(1);
-    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
+    expect(world.metrics.get('HostUpdatesFromAws')).toBe(1);
+    expect(world.aws.recorder.count('DescribeTargetHealth')).toBe(2);
     const { targets } = await loadBalancer();
     expect(Object.values(targets).every((ids) => ids.includes(added.instanceId))).toBe(true);
+    // It vouches for the targets only: the next full sync checks AWS and clears the mark.
+    expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBe(true);
+    world.aws.recorder.reset();
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
     expect((await world.runtime.store.getItem(serviceLeasePk(key)))?.unverified).toBeUndefined();
   });
 

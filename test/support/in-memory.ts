@@ -31,6 +31,7 @@ import type {
   ServiceRecord,
   StateStore,
   TargetChanges,
+  UpdateOptions,
   UpdateResult,
 } from '../../functions/sync/ports';
 
@@ -309,11 +310,12 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     service: Service,
     hosts: readonly Host[],
     state: ProviderState | undefined,
+    options: UpdateOptions = {},
   ): Promise<UpdateResult> {
     this.log.add(
       'provider',
       'updateLoadBalancer',
-      `${this.describe(service)} hosts=${hosts.map((h) => h.name).join(',')}`,
+      `${this.describe(service)} hosts=${hosts.map((h) => h.name).join(',')}${options.readTargets === true ? ' reading targets' : ''}`,
     );
     this.faults.check('updateLoadBalancer');
     const lb = this.balancers.get(service.metadata?.uid ?? '');
