@@ -100,3 +100,47 @@ export function translateAwsError(error: unknown, action: string): Error {
   if (found === 'spec') return new TerminalError(`AWS refused to ${text}`, { cause: error });
   return new RetryableError(text, { cause: error, failureClass: found ?? 'transient' });
 }
+
+/** The resources whose "does not exist" answers the provider tells apart. */
+export type ResourceKind = 'security group' | 'target group' | 'load balancer' | 'listener';
+
+const notFoundCodes: Readonly<Record<string, ResourceKind>> = {
+  'InvalidGroup.NotFound': 'security group',
+  'InvalidGroupId.NotFound': 'security group',
+  TargetGroupNotFound: 'target group',
+  TargetGroupNotFoundException: 'target group',
+  LoadBalancerNotFound: 'load balancer',
+  LoadBalancerNotFoundException: 'load balancer',
+  ListenerNotFound: 'listener',
+  ListenerNotFoundException: 'listener',
+};
+
+/** What an AWS "does not exist" answer is about, or undefined for any other error. */
+export function notFoundKind(error: unknown): ResourceKind | undefined {
+  const code = awsErrorCode(error);
+  return Object.hasOwn(notFoundCodes, code) ? notFoundCodes[code] : undefined;
+}
+
+/** What an ID or ARN names, from its shape (listener ARNs also hold `loadbalancer`). */
+export function resourceKindOf(id: string): ResourceKind | undefined {
+  if (id.startsWith('sg-')) return 'security group';
+  if (id.includes(':listener/')) return 'listener';
+  if (id.includes(':targetgroup/')) return 'target group';
+  if (id.includes(':loadbalancer/')) return 'load balancer';
+  return undefined;
+}
+
+/**
+ * A resource AWS does not show yet. Right after a create, AWS may answer "not found" to calls
+ * naming it, leave it out of filtered lookups, show it without its tags, or refuse a repeated
+ * create of its name as a duplicate (eventual consistency, docs/aws-provider.md#errors). Time
+ * alone fixes that, so it is retried with backoff and never taken for "gone" or "someone else's".
+ */
+export class NotVisibleYetError extends RetryableError {
+  constructor(action: string, what: string, options?: { cause?: unknown }) {
+    super(
+      `${action}: not visible yet: ${what}; AWS shows a new resource to every call only some time after its create, so this is retried`,
+      { ...options, failureClass: 'transient' },
+    );
+  }
+}

@@ -18,6 +18,7 @@ import {
   DeleteLoadBalancerCommand,
   DeleteTargetGroupCommand,
   DeregisterTargetsCommand,
+  DescribeLoadBalancersCommand,
   DescribeTargetGroupsCommand,
   ModifyListenerAttributesCommand,
   ModifyListenerCommand,
@@ -36,7 +37,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { InvariantError, RequeueAfterError, TerminalError } from '../core/errors';
 import type { Service } from '../core/objects';
-import { isAwsError, translateAwsError } from './aws-errors';
+import { isAwsError, notFoundKind, NotVisibleYetError, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
 import type { Plan, ResourceRef, Step } from './model/plan';
 import { ownershipOf, resourceTags } from './model/naming';
@@ -50,7 +51,15 @@ import {
   type Tags,
 } from './model/types';
 import { describeElbv2Tags, holderOf, sortByOwnership, tagsOf } from './ownership';
-import { toProviderState, type NlbState } from './nlb-state';
+import {
+  createdOfKind,
+  createdWithinWindow,
+  forgetCreated,
+  noteCreated,
+  notVisibleYet,
+  toProviderState,
+  type NlbState,
+} from './nlb-state';
 
 export interface ExecuteRequest {
   readonly clients: NlbClients;
@@ -63,15 +72,19 @@ export interface ExecuteRequest {
   /** IDs known from observation. */
   readonly securityGroupId?: string | undefined;
   readonly loadBalancerArn?: string | undefined;
+  /** The clock (epoch ms) that dates each create in `state.createdAt`; Date.now by default. */
+  readonly now?: (() => number) | undefined;
 }
 
 /** AWS accepts at most this many targets per RegisterTargets call (the anchors batch by 200). */
 export const registerBatch = 200;
 
 /**
- * Runs a plan, recording every ARN in state as it goes. A failure is translated into the error
- * taxonomy and carries the state reached (`providerState`), so nothing created is forgotten. A
- * target group from CreateTargetGroup is recorded only once its tags show it is ours.
+ * Runs a plan, recording every ARN in state as it goes, with the time of each create. A failure
+ * is translated into the error taxonomy and carries the state reached (`providerState`), so
+ * nothing created is forgotten. A target group from CreateTargetGroup is recorded only once its
+ * tags show it is ours; until then only its creation time is, dropped if its tags name another
+ * owner (a delete reads the tags before it acts on one).
  */
 export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
@@ -82,13 +95,16 @@ export async function executePlan(request: ExecuteRequest): Promise<void> {
       const translated =
         error instanceof TerminalError ||
         error instanceof InvariantError ||
-        error instanceof RequeueAfterError
+        error instanceof RequeueAfterError ||
+        error instanceof NotVisibleYetError
           ? error
-          : translateAwsError(error, describeStep(step));
+          : (notVisibleYetAnswer(request, step, error) ??
+            translateAwsError(error, describeStep(step)));
       await run.settleUncheckedTargetGroups();
       throw Object.assign(translated, { providerState: toProviderState(request.state) });
     }
   }
+  run.settleCreated();
 }
 
 interface CreatedTargetGroup {
@@ -109,11 +125,17 @@ class PlanRun {
   private loadBalancerArn: string | undefined;
   /** Listeners created in this run, by port: their attributes follow on these ARNs. */
   private readonly createdListenerArns = new Map<number, string>();
+  /** Resources a delete answered "not found" for within the window: kept, not proven gone. */
+  private readonly unproven = new Set<string>();
 
   constructor(private readonly request: ExecuteRequest) {
     this.targetGroupArns = { ...request.plan.keptTargetGroups };
     this.securityGroupId = request.securityGroupId;
     this.loadBalancerArn = request.loadBalancerArn;
+  }
+
+  private now(): number {
+    return (this.request.now ?? Date.now)();
   }
 
   private get elbv2() {
@@ -133,10 +155,12 @@ class PlanRun {
         delete state.loadBalancerArn;
         delete state.dnsName;
         delete state.loadBalancerName;
+        forgetCreated(state, step.arn);
         return;
       case 'createSecurityGroup':
         this.securityGroupId = await this.createSecurityGroup();
         state.securityGroupId = this.securityGroupId;
+        noteCreated(state, this.securityGroupId, this.now());
         return;
       case 'authorizeIngress':
         await this.authorize(step.rules);
@@ -157,6 +181,9 @@ class PlanRun {
         const arn = await this.createTargetGroup(tg, desired.securityGroup.vpcId);
         if (arn === undefined)
           throw new InvariantError(`CreateTargetGroup ${tg.name} returned no ARN`);
+        // Dated now, recorded once its tags prove it ours: a group AWS does not show in full yet
+        // is still found by a delete right after (nlb-provider.ts inventory).
+        noteCreated(state, arn, this.now());
         this.targetGroupArns[tg.key] = arn;
         this.uncheckedTargetGroups.push({ key: tg.key, arn, name: tg.name });
         return;
@@ -207,7 +234,8 @@ class PlanRun {
         const withAddresses = lb.subnetMappings.some(
           (m) => m.allocationId || m.privateIPv4Address || m.ipv6Address,
         );
-        const created = await this.elbv2.send(
+        const created = await this.createLoadBalancer(
+          lb.name,
           new CreateLoadBalancerCommand({
             Name: lb.name,
             Type: 'network',
@@ -233,7 +261,8 @@ class PlanRun {
         if (made?.LoadBalancerArn === undefined) {
           throw new InvariantError(`CreateLoadBalancer ${lb.name} returned no ARN`);
         }
-        if (lb.nameFromAnnotation === true) await this.verifyCreatedLoadBalancer(lb.name, made);
+        noteCreated(state, made.LoadBalancerArn, this.now());
+        if (lb.nameFromAnnotation === true) await this.requireOwnLoadBalancer(lb.name, made, true);
         this.loadBalancerArn = made.LoadBalancerArn;
         state.loadBalancerArn = made.LoadBalancerArn;
         state.loadBalancerName = lb.name;
@@ -295,6 +324,7 @@ class PlanRun {
           }),
         );
         const arn = created.Listeners?.[0]?.ListenerArn;
+        noteCreated(state, arn, this.now());
         if (arn !== undefined) this.createdListenerArns.set(listener.port, arn);
         await this.addExtraCertificates(arn, listener);
         return;
@@ -343,6 +373,7 @@ class PlanRun {
         for (const [key, tg] of Object.entries(state.targetGroups ?? {})) {
           if (tg.arn === step.arn) delete state.targetGroups?.[key];
         }
+        forgetCreated(state, step.arn);
         return;
       case 'tagResource':
         await this.tag(step.resource, step.add, step.remove);
@@ -376,11 +407,17 @@ class PlanRun {
         }),
       );
       const existing = found.SecurityGroups?.[0];
-      if (
-        existing?.GroupId === undefined ||
-        ownershipOf(tagsOf(existing.Tags), this.request.clusterName, this.request.service) !==
-          'ours'
-      ) {
+      const tags = tagsOf(existing?.Tags);
+      // A group created moments ago may be missing from the lookup, or shown without its tags
+      // (eventual consistency): only tags naming another owner prove it is not ours.
+      if (existing?.GroupId === undefined || Object.keys(tags).length === 0) {
+        throw new NotVisibleYetError(
+          `create security group ${group.name}`,
+          `the group of that name AWS says exists`,
+          { cause: error },
+        );
+      }
+      if (ownershipOf(tags, this.request.clusterName, this.request.service) !== 'ours') {
         throw new TerminalError(
           `security group ${group.name} already exists in ${group.vpcId} and is not owned by this Service; refusing to use it`,
         );
@@ -439,9 +476,15 @@ class PlanRun {
     } catch (error) {
       if (!isAwsError(error, 'DuplicateTargetGroupName', 'DuplicateTargetGroupNameException'))
         throw error;
-      const found = await this.elbv2.send(new DescribeTargetGroupsCommand({ Names: [tg.name] }));
-      const arn = found.TargetGroups?.[0]?.TargetGroupArn;
-      if (arn === undefined) throw error;
+      const arn = await this.targetGroupNamed(tg.name);
+      // Created moments ago and not in the lookup yet (eventual consistency): not someone else's.
+      if (arn === undefined) {
+        throw new NotVisibleYetError(
+          `create target group ${tg.name}`,
+          'the target group of that name AWS says exists',
+          { cause: error },
+        );
+      }
       await this.verifyOwnership(tg.name, arn);
       await this.elbv2.send(
         new ModifyTargetGroupCommand({ TargetGroupArn: arn, ...healthCheckFields(tg.healthCheck) }),
@@ -450,7 +493,23 @@ class PlanRun {
     }
   }
 
-  /** One DescribeTags for every group created so far; ours are recorded, a foreign one refused. */
+  /** The ARN of the target group of that name, if AWS shows one. */
+  private async targetGroupNamed(name: string): Promise<string | undefined> {
+    try {
+      const found = await this.elbv2.send(new DescribeTargetGroupsCommand({ Names: [name] }));
+      return found.TargetGroups?.[0]?.TargetGroupArn;
+    } catch (error) {
+      if (isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException'))
+        return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * One DescribeTags for every group created so far; ours are recorded, a foreign one refused. A
+   * group without tags (or whose tags AWS does not find) is one just created that AWS does not
+   * show in full yet: only dated (a delete right after still finds it), and the pass retried.
+   */
   private async verifyCreatedTargetGroups(): Promise<void> {
     const created = this.uncheckedTargetGroups;
     if (created.length === 0) return;
@@ -460,8 +519,15 @@ class PlanRun {
       if (owned.ours.includes(tg.arn)) this.record(tg);
       else delete this.targetGroupArns[tg.key];
     }
-    const refused = created.find((tg) => !owned.ours.includes(tg.arn));
+    for (const arn of owned.foreign) this.disown(arn);
+    const refused = created.find((tg) => owned.foreign.includes(tg.arn));
     if (refused !== undefined) throw refusal(refused.name, refused.arn);
+    if (owned.unknown.length > 0) {
+      throw new NotVisibleYetError(
+        'verify created target groups',
+        `the tags of target group ${owned.unknown.join(', ')}`,
+      );
+    }
   }
 
   /**
@@ -476,8 +542,21 @@ class PlanRun {
     try {
       const owned = await this.ownedOf(created.map((tg) => tg.arn));
       for (const tg of created) if (owned.ours.includes(tg.arn)) this.record(tg);
+      for (const arn of owned.foreign) this.disown(arn);
     } catch {
       // The original failure is the one to report.
+    }
+  }
+
+  /**
+   * After a plan that ran to the end, every resource recorded has answered a call naming it (the
+   * observation before, or a step since): AWS shows it, so from then on a "not found" for it
+   * means gone (deleted by hand, say). Only a group kept by an unproven delete keeps its date.
+   */
+  settleCreated(): void {
+    const { state } = this.request;
+    for (const id of Object.keys(state.createdAt ?? {})) {
+      if (!this.unproven.has(id)) forgetCreated(state, id);
     }
   }
 
@@ -489,29 +568,86 @@ class PlanRun {
     };
   }
 
+  /** A resource whose tags prove it someone else's: nothing of it stays in state. */
+  private disown(arn: string): void {
+    forgetCreated(this.request.state, arn);
+  }
+
   private async ownedOf(arns: readonly string[]) {
     const tags = await describeElbv2Tags(this.elbv2, arns);
     return sortByOwnership(arns, tags, this.request.clusterName, this.request.service);
   }
 
   /**
+   * CreateLoadBalancer hands back an existing NLB of the same name and settings; with other
+   * settings it refuses (DuplicateLoadBalancerName). Our lookup by name found none before the
+   * create, so the holder is one an earlier attempt made that AWS does not show yet (retried: the
+   * next pass finds it by name), unless its tags, once shown, name another owner.
+   */
+  private async createLoadBalancer(name: string, command: CreateLoadBalancerCommand) {
+    try {
+      return await this.elbv2.send(command);
+    } catch (error) {
+      if (!isAwsError(error, 'DuplicateLoadBalancerName', 'DuplicateLoadBalancerNameException'))
+        throw error;
+      const holder = await this.loadBalancerNamed(name);
+      if (holder !== undefined) await this.requireOwnLoadBalancer(name, holder, false);
+      throw new NotVisibleYetError(
+        `create load balancer ${name}`,
+        'the load balancer of that name AWS says exists',
+        { cause: error },
+      );
+    }
+  }
+
+  private async loadBalancerNamed(name: string): Promise<LoadBalancer | undefined> {
+    try {
+      const found = await this.elbv2.send(new DescribeLoadBalancersCommand({ Names: [name] }));
+      return found.LoadBalancers?.[0];
+    } catch (error) {
+      if (isAwsError(error, 'LoadBalancerNotFound', 'LoadBalancerNotFoundException'))
+        return undefined;
+      throw error;
+    }
+  }
+
+  /**
    * CreateLoadBalancer hands back an existing NLB of the same name and settings, whoever owns it.
    * A derived name carries a hash of the Service; a name from the annotation does not, so its
-   * answer is checked by tags before anything of it is recorded or changed (one read).
+   * answer is checked by tags before anything of it is recorded or changed (one read). An NLB
+   * without tags yet is one just created: retried, not refused.
    */
-  private async verifyCreatedLoadBalancer(name: string, made: LoadBalancer): Promise<void> {
+  private async requireOwnLoadBalancer(
+    name: string,
+    made: LoadBalancer,
+    fromAnnotation: boolean,
+  ): Promise<void> {
     const arn = made.LoadBalancerArn ?? '';
     const tags = (await describeElbv2Tags(this.elbv2, [arn])).get(arn) ?? {};
     if (ownershipOf(tags, this.request.clusterName, this.request.service) === 'ours') return;
+    if (Object.keys(tags).length === 0)
+      throw new NotVisibleYetError(`create load balancer ${name}`, `the tags of ${arn}`);
+    this.disown(arn);
+    const annotation = fromAnnotation
+      ? ' (annotation service.beta.kubernetes.io/aws-load-balancer-name)'
+      : '';
     throw new TerminalError(
-      `load balancer name ${name} (annotation service.beta.kubernetes.io/aws-load-balancer-name) is already taken by ${arn}, which belongs to ${holderOf(tags)}; refusing to use it: choose another name`,
+      `load balancer name ${name}${annotation} is already taken by ${arn}, which belongs to ${holderOf(tags)}; refusing to use it${fromAnnotation ? ': choose another name' : ''}`,
     );
   }
 
-  /** Before a group found by name is changed: refused unless its tags say it is ours. */
+  /**
+   * Before a group found by name is changed: refused if its tags name another owner; retried
+   * while AWS shows it without tags (just created).
+   */
   private async verifyOwnership(name: string, arn: string): Promise<void> {
-    if ((await this.ownedOf([arn])).ours.includes(arn)) return;
-    throw refusal(name, arn);
+    const owned = await this.ownedOf([arn]);
+    if (owned.ours.includes(arn)) return;
+    if (owned.foreign.includes(arn)) {
+      this.disown(arn);
+      throw refusal(name, arn);
+    }
+    throw new NotVisibleYetError(`create target group ${name}`, `the tags of ${arn}`);
   }
 
   private async tag(resource: ResourceRef, add: Tags, remove: readonly string[]): Promise<void> {
@@ -583,9 +719,15 @@ class PlanRun {
     } catch (error) {
       if (isAwsError(error, 'DependencyViolation')) return;
       if (!isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound')) throw error;
+      // Not proven deleted while it may just not be visible yet: kept, and come back for.
+      if (createdWithinWindow(state, id, this.now())) {
+        this.unproven.add(id);
+        return;
+      }
     }
     if (state.securityGroupId === id) delete state.securityGroupId;
     if (this.securityGroupId === id) this.securityGroupId = undefined;
+    forgetCreated(state, id);
   }
 
   private targetGroupArn(key: string): string {
@@ -605,6 +747,30 @@ class PlanRun {
       throw new InvariantError('the plan needs a load balancer before it has one');
     return this.loadBalancerArn;
   }
+}
+
+/**
+ * A step's "not found" while we have created a resource of that kind within the window: not
+ * visible yet. A delete names one resource, which must be the one; the other steps name only
+ * what this plan works with, so any of that kind we just made is the one AWS does not show.
+ */
+function notVisibleYetAnswer(
+  request: ExecuteRequest,
+  step: Step,
+  error: unknown,
+): NotVisibleYetError | undefined {
+  const kind = notFoundKind(error);
+  if (kind === undefined) return undefined;
+  const named =
+    step.kind === 'deleteLoadBalancer' ||
+    step.kind === 'deleteTargetGroup' ||
+    step.kind === 'deleteListener'
+      ? [step.arn]
+      : step.kind === 'deleteSecurityGroup'
+        ? [step.id]
+        : createdOfKind(request.state, kind);
+  const now = (request.now ?? Date.now)();
+  return notVisibleYet(request.state, named, now, describeStep(step), error);
 }
 
 /** AWS handed back someone else's target group of our name: nothing of it is recorded or changed. */

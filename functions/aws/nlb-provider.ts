@@ -21,9 +21,16 @@ import type {
   LoadBalancerProvider,
   LoadBalancerSummary,
   ProviderState,
+  UpdateOptions,
   UpdateResult,
 } from '../sync/ports';
-import { isAwsError, translateAwsError } from './aws-errors';
+import {
+  isAwsError,
+  notFoundKind,
+  NotVisibleYetError,
+  resourceKindOf,
+  translateAwsError,
+} from './aws-errors';
 import type { NlbClients } from './clients';
 import { describeChanges, executePlan, registerBatch } from './execute';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
@@ -42,7 +49,9 @@ import type { DesiredLoadBalancer } from './model/types';
 import { observe, registeredTargetIds } from './observe';
 import { describeElbv2Tags, describeSecurityGroupTags, sortByOwnership } from './ownership';
 import {
+  createdWithinWindow,
   namingVersionOf,
+  pruneCreated,
   readNlbState,
   recordedResources,
   toProviderState,
@@ -64,12 +73,16 @@ const stillInUseRetrySeconds = 30;
  */
 export class NlbProvider implements LoadBalancerProvider {
   readonly fingerprint: string;
+  /** Epoch ms: dates creates, and tells a resource not visible yet from one that is gone. */
+  private readonly now: () => number;
 
   constructor(
     private readonly clients: NlbClients,
     private readonly settings: ProviderSettings,
     private readonly tenantPolicy?: TenantPolicyEnforcer,
+    options: { readonly now?: () => number } = {},
   ) {
+    this.now = options.now ?? Date.now;
     this.fingerprint = stableHash({
       model: nlbModelVersion,
       settings: { ...settings, defaultTags: { ...settings.defaultTags } },
@@ -91,11 +104,12 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
   ): Promise<{ exists: boolean; status?: LoadBalancerStatus }> {
     const nlb = readNlbState(state);
-    const inventory = await this.inventory(service, nlb);
+    const inventory = await this.inventory(service, nlb, this.now());
     const exists =
       inventory.loadBalancerArns.length +
         inventory.targetGroupArns.length +
-        inventory.securityGroupIds.length >
+        inventory.securityGroupIds.length +
+        inventory.notVisibleYet.length >
       0;
     return { exists, ...(exists && nlb.dnsName ? { status: statusOf(nlb.dnsName) } : {}) };
   }
@@ -107,6 +121,8 @@ export class NlbProvider implements LoadBalancerProvider {
     hooks: EnsureOptions = {},
   ): Promise<EnsureResult> {
     const nlb = readNlbState(state);
+    const now = this.now();
+    pruneCreated(nlb, now);
     const options = parseAnnotations(service);
     const scheme = schemeOf(options, this.settings);
     // Before any AWS call: a Service the tenant policy refuses creates nothing.
@@ -154,6 +170,7 @@ export class NlbProvider implements LoadBalancerProvider {
       nlb.namingVersion,
     );
     const observed = await observe({
+      now,
       clients: this.clients,
       clusterName: this.settings.clusterName,
       service,
@@ -171,6 +188,11 @@ export class NlbProvider implements LoadBalancerProvider {
       readListenerCertificatesOf: [
         ...new Set([...sniPorts(desired), ...(nlb.sniListenerPorts ?? [])]),
       ],
+    }).catch((error: unknown) => {
+      // Recorded resources AWS does not show yet stay recorded, with when they were created.
+      if (error instanceof NotVisibleYetError)
+        Object.assign(error, { providerState: toProviderState(nlb) });
+      throw error;
     });
     const plan = planChanges(desired, observed, nlb.appliedTagKeys ?? []);
     // State follows what was observed: kept resources are recorded, vanished ones forgotten.
@@ -212,6 +234,7 @@ export class NlbProvider implements LoadBalancerProvider {
       securityGroupId: observed.securityGroup?.id,
       loadBalancerArn:
         observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
+      now: this.now,
     });
     nlb.appliedTagKeys = Object.keys(desired.tags).sort();
     if (!stickyForAffinity) delete nlb.stickinessFromAffinity;
@@ -246,9 +269,11 @@ export class NlbProvider implements LoadBalancerProvider {
     service: Service,
     hosts: readonly Host[],
     state: ProviderState | undefined,
+    options: UpdateOptions = {},
   ): Promise<UpdateResult> {
     const nlb = readNlbState(state);
     const groups = Object.values(nlb.targetGroups ?? {});
+    if (options.readTargets === true) for (const tg of groups) delete tg.targets;
     if (groups.length === 0) {
       const ensured = await this.ensureLoadBalancer(service, hosts, state);
       return { state: ensured.state, instances: ensured.instances, summary: ensured.summary };
@@ -261,8 +286,8 @@ export class NlbProvider implements LoadBalancerProvider {
     const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
     const wantedIds = new Set(wanted);
     await this.requireOwnedTargetGroups(service, nlb);
-    // Groups too large to record (nlb-state.ts maxRecordedTargets), or recorded before targets
-    // were: what is registered comes from AWS, one read per group.
+    // Groups too large to record (nlb-state.ts maxRecordedTargets), recorded before targets were,
+    // or not to be trusted (readTargets): what is registered comes from AWS, one read per group.
     for (const tg of groups) {
       tg.targets ??= await registeredTargetIds(this.clients.elbv2, tg.arn).catch(
         (error: unknown) => {
@@ -334,7 +359,8 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
   ): Promise<DeleteResult> {
     const nlb = readNlbState(state);
-    const inventory = await this.inventory(service, nlb);
+    const now = this.now();
+    const inventory = await this.inventory(service, nlb, now);
     if (inventory.loadBalancerArns.length > 0 && wantsDeletionProtection(service)) {
       // Terminal, not retried: only a change to the Service can lift it, and that re-enqueues.
       throw Object.assign(
@@ -345,29 +371,44 @@ export class NlbProvider implements LoadBalancerProvider {
       );
     }
     const remaining: NlbState = {};
+    const kept = new Set<string>();
+    const keep = (id: string) => {
+      keepRecorded(remaining, nlb, id);
+      kept.add(id);
+    };
+    // Recorded IDs are kept until a delete is proven: one AWS does not show yet is not gone.
+    for (const id of inventory.notVisibleYet) keep(id);
+    const deleteOrKeep = async (id: string, send: () => Promise<unknown>) => {
+      try {
+        await send();
+      } catch (error) {
+        if (notFoundKind(error) === undefined) throw error;
+        if (createdWithinWindow(nlb, id, now)) keep(id);
+      }
+    };
     try {
-      for (const arn of inventory.loadBalancerArns) await this.deleteLoadBalancer(arn);
+      for (const arn of inventory.loadBalancerArns) {
+        await deleteOrKeep(arn, () => this.deleteLoadBalancer(arn));
+      }
       for (const arn of inventory.targetGroupArns) {
         try {
-          await ignoreMissing(
-            () => this.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: arn })),
-            'TargetGroupNotFound',
+          await deleteOrKeep(arn, () =>
+            this.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: arn })),
           );
         } catch (error) {
           if (!isAwsError(error, 'ResourceInUse', 'ResourceInUseException')) throw error;
-          remaining.targetGroups = { ...remaining.targetGroups, [arn]: { arn, name: arn } };
+          keep(arn);
         }
       }
       for (const id of inventory.securityGroupIds) {
         try {
-          await ignoreMissing(
-            () => this.clients.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id })),
-            'InvalidGroup.NotFound',
+          await deleteOrKeep(id, () =>
+            this.clients.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id })),
           );
         } catch (error) {
           // The NLB's network interfaces hold the group for minutes after the NLB is deleted.
           if (!isAwsError(error, 'DependencyViolation')) throw error;
-          remaining.securityGroupId = id;
+          keep(id);
         }
       }
     } catch (error) {
@@ -375,12 +416,12 @@ export class NlbProvider implements LoadBalancerProvider {
         providerState: toProviderState(nlb),
       });
     }
-    const left = recordedResources(remaining);
-    const stillThere = left.targetGroupArns.length + left.securityGroupIds.length > 0;
+    const stillThere = kept.size > 0;
     // Kept with what is left, so a Service that wants its LB back keeps the names it had.
     if (stillThere && nlb.namingVersion !== undefined) remaining.namingVersion = nlb.namingVersion;
     // Remembered past the NLB's deletion, so the pass that finishes a slow delete can name it.
-    const deleted = inventory.loadBalancerArns[0] ?? nlb.deletedLoadBalancerArn;
+    const deleted =
+      inventory.loadBalancerArns.find((arn) => !kept.has(arn)) ?? nlb.deletedLoadBalancerArn;
     if (stillThere && deleted !== undefined) remaining.deletedLoadBalancerArn = deleted;
     return {
       state: toProviderState(remaining),
@@ -398,7 +439,7 @@ export class NlbProvider implements LoadBalancerProvider {
     const send = () =>
       this.clients.elbv2.send(new DeleteLoadBalancerCommand({ LoadBalancerArn: arn }));
     try {
-      await ignoreMissing(send, 'LoadBalancerNotFound');
+      await send();
     } catch (error) {
       if (!isAwsError(error, 'OperationNotPermitted', 'OperationNotPermittedException'))
         throw error;
@@ -408,7 +449,7 @@ export class NlbProvider implements LoadBalancerProvider {
           Attributes: [{ Key: 'deletion_protection.enabled', Value: 'false' }],
         }),
       );
-      await ignoreMissing(send, 'LoadBalancerNotFound');
+      await send();
     }
   }
 
@@ -457,12 +498,14 @@ export class NlbProvider implements LoadBalancerProvider {
 
   /**
    * Everything the tagging API finds with this Service's ownership tags, plus the stored ARNs
-   * whose own tags prove them ours: state alone is never proof (it may have been written by
-   * someone else). Recorded resources the tagging API already returned cost nothing more; the
-   * others (the tagging API lags behind new resources) one DescribeTags per 20 ARNs and one
-   * DescribeSecurityGroups. Anything else recorded is left alone and forgotten.
+   * (and those of resources we created, recorded or not yet) whose own tags prove them ours:
+   * state alone is never proof (it may have been written by someone else). Recorded resources the
+   * tagging API already returned cost nothing more; the others (the tagging API lags behind new
+   * resources) one DescribeTags per 20 ARNs and one DescribeSecurityGroups. Of the rest, those we
+   * created within the consistency window are not visible yet (`notVisibleYet`, kept); anything
+   * else recorded is left alone and forgotten.
    */
-  private async inventory(service: Service, nlb: NlbState) {
+  private async inventory(service: Service, nlb: NlbState, now: number) {
     const found = {
       loadBalancerArns: new Set<string>(),
       targetGroupArns: new Set<string>(),
@@ -476,27 +519,30 @@ export class NlbProvider implements LoadBalancerProvider {
         found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
       }
     }
-    const recorded = recordedResources(nlb);
+    const recorded = recordedOrCreated(nlb);
     const uncheckedArns = [...recorded.loadBalancerArns, ...recorded.targetGroupArns].filter(
       (arn) => !found.loadBalancerArns.has(arn) && !found.targetGroupArns.has(arn),
     );
     const uncheckedGroups = recorded.securityGroupIds.filter(
       (id) => !found.securityGroupIds.has(id),
     );
+    const unknown: string[] = [];
     try {
       const { clusterName } = this.settings;
       if (uncheckedArns.length > 0) {
         const tags = await describeElbv2Tags(this.clients.elbv2, uncheckedArns);
-        for (const arn of sortByOwnership(uncheckedArns, tags, clusterName, service).ours) {
+        const owned = sortByOwnership(uncheckedArns, tags, clusterName, service);
+        for (const arn of owned.ours) {
           if (recorded.loadBalancerArns.includes(arn)) found.loadBalancerArns.add(arn);
           else found.targetGroupArns.add(arn);
         }
+        unknown.push(...owned.unknown);
       }
       if (uncheckedGroups.length > 0) {
         const tags = await describeSecurityGroupTags(this.clients.ec2, uncheckedGroups);
-        for (const id of sortByOwnership(uncheckedGroups, tags, clusterName, service).ours) {
-          found.securityGroupIds.add(id);
-        }
+        const owned = sortByOwnership(uncheckedGroups, tags, clusterName, service);
+        for (const id of owned.ours) found.securityGroupIds.add(id);
+        unknown.push(...owned.unknown);
       }
     } catch (error) {
       throw translateAwsError(error, 'read tags of recorded resources');
@@ -505,6 +551,7 @@ export class NlbProvider implements LoadBalancerProvider {
       loadBalancerArns: [...found.loadBalancerArns],
       targetGroupArns: [...found.targetGroupArns],
       securityGroupIds: [...found.securityGroupIds],
+      notVisibleYet: unknown.filter((id) => createdWithinWindow(nlb, id, now)),
     };
   }
 
@@ -634,13 +681,30 @@ function statusOf(dnsName: string): LoadBalancerStatus {
   return dnsName === '' ? {} : { ingress: [{ hostname: dnsName }] };
 }
 
-async function ignoreMissing(send: () => Promise<unknown>, ...codes: string[]): Promise<void> {
-  try {
-    await send();
-  } catch (error) {
-    const variants = codes.flatMap((code) => [code, `${code}Exception`]);
-    if (!isAwsError(error, ...variants)) throw error;
+/** The recorded resources, and those we created that a failed pass never recorded. */
+function recordedOrCreated(nlb: NlbState) {
+  const recorded = recordedResources(nlb);
+  const add = (list: string[], id: string) => {
+    if (!list.includes(id)) list.push(id);
+  };
+  for (const id of Object.keys(nlb.createdAt ?? {})) {
+    const kind = resourceKindOf(id);
+    if (kind === 'load balancer') add(recorded.loadBalancerArns, id);
+    else if (kind === 'target group') add(recorded.targetGroupArns, id);
+    else if (kind === 'security group') add(recorded.securityGroupIds, id);
   }
+  return recorded;
+}
+
+/** Keeps `id` in the state a delete leaves behind, with its creation time. */
+function keepRecorded(remaining: NlbState, from: NlbState, id: string): void {
+  const kind = resourceKindOf(id);
+  if (kind === 'load balancer') remaining.loadBalancerArn ??= id;
+  else if (kind === 'target group')
+    remaining.targetGroups = { ...remaining.targetGroups, [id]: { arn: id, name: id } };
+  else if (kind === 'security group') remaining.securityGroupId ??= id;
+  const at = from.createdAt?.[id];
+  if (at !== undefined) remaining.createdAt = { ...remaining.createdAt, [id]: at };
 }
 
 /**

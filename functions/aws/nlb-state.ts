@@ -1,4 +1,5 @@
 import type { JsonValue } from '../core/hash';
+import { NotVisibleYetError, resourceKindOf, type ResourceKind } from './aws-errors';
 import { currentNamingVersion, type NamingVersion } from './model/naming';
 import type { SubnetRef } from './model/types';
 import type { ProviderState } from '../sync/ports';
@@ -24,6 +25,74 @@ export interface NlbState {
   stickinessFromAffinity?: boolean;
   /** How this Service's resources are named (model/naming.ts); absent before versions existed. */
   namingVersion?: NamingVersion;
+  /**
+   * When we created each resource not yet proven visible (ID or ARN → epoch ms): AWS may answer
+   * "not found" for it for a while (`consistencyWindowMs`), which must not be taken for "gone".
+   * Dropped when the resource is deleted, when a pass ends done (every call naming it answered),
+   * when the window has passed, or when its tags name another owner (a target group or NLB that
+   * CreateTargetGroup or CreateLoadBalancer handed back is dated before its tags are read).
+   */
+  createdAt?: Record<string, number>;
+}
+
+/**
+ * How long after we create a resource AWS may still answer that it does not exist. EC2 documents
+ * eventual consistency for new IDs and says to retry with backoff "up to a few minutes"
+ * (https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html); ELBv2 answers
+ * TargetGroupNotFound, LoadBalancerNotFound and ListenerNotFound alike right after a create.
+ */
+export const consistencyWindowMs = 5 * 60_000;
+
+/** Records a create as it returns; a repeated create (AWS's idempotent answer) keeps the first time. */
+export function noteCreated(state: NlbState, id: string | undefined, now: number): void {
+  if (id === undefined || id === '') return;
+  state.createdAt = { ...state.createdAt, [id]: state.createdAt?.[id] ?? now };
+}
+
+export function forgetCreated(state: NlbState, id: string): void {
+  if (state.createdAt?.[id] === undefined) return;
+  const { [id]: _, ...rest } = state.createdAt;
+  if (Object.keys(rest).length > 0) state.createdAt = rest;
+  else delete state.createdAt;
+}
+
+/** Created by us within the window (either side of it: clocks of two instances differ a little). */
+export function createdWithinWindow(state: NlbState, id: string, now: number): boolean {
+  const at = state.createdAt?.[id];
+  return at !== undefined && Math.abs(now - at) < consistencyWindowMs;
+}
+
+/** Forgets creation times past the window: from then on "not found" means gone. */
+export function pruneCreated(state: NlbState, now: number): void {
+  for (const id of Object.keys(state.createdAt ?? {})) {
+    if (!createdWithinWindow(state, id, now)) forgetCreated(state, id);
+  }
+}
+
+/**
+ * The rule for a "not found" answer (or an absence from a read) about `ids`: when one of them is
+ * a resource we created within the window, it is not visible yet (a retryable error to throw);
+ * otherwise undefined, and the caller takes it for gone as before.
+ */
+export function notVisibleYet(
+  state: NlbState,
+  ids: readonly string[],
+  now: number,
+  action: string,
+  cause?: unknown,
+): NotVisibleYetError | undefined {
+  const recent = [...new Set(ids)].filter((id) => createdWithinWindow(state, id, now));
+  if (recent.length === 0) return undefined;
+  const what = recent.map((id) => `${resourceKindOf(id) ?? 'resource'} ${id}`).join(', ');
+  const seconds = Math.round(
+    (now - Math.min(...recent.map((id) => state.createdAt?.[id] ?? now))) / 1000,
+  );
+  return new NotVisibleYetError(action, `${what} (created ${seconds} s ago)`, { cause });
+}
+
+/** The dated resources of `kind`: those an AWS "not found" of that kind may be about. */
+export function createdOfKind(state: NlbState, kind: ResourceKind): string[] {
+  return Object.keys(state.createdAt ?? {}).filter((id) => resourceKindOf(id) === kind);
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { TerminalError } from '../core/errors';
 import type { Service } from '../core/objects';
-import { isAwsError, translateAwsError } from './aws-errors';
+import { isAwsError, notFoundKind, translateAwsError } from './aws-errors';
 import type { NlbClients } from './clients';
 import { ownershipOf, ownershipTags } from './model/naming';
 import type {
@@ -33,7 +33,7 @@ import type {
   Tags,
   TargetGroupProtocol,
 } from './model/types';
-import type { NlbState } from './nlb-state';
+import { notVisibleYet, type NlbState } from './nlb-state';
 import { describeElbv2Tags, holderOf, tagsOf } from './ownership';
 
 export interface ObserveRequest {
@@ -46,6 +46,8 @@ export interface ObserveRequest {
   /** The user's groups (security-groups annotation, now or before): never taken for ours. */
   readonly userSecurityGroupIds?: readonly string[] | undefined;
   readonly state: NlbState;
+  /** The pass's time (epoch ms): a recorded resource created within the window is not gone yet. */
+  readonly now: number;
   readonly readLoadBalancerAttributes: boolean;
   readonly readTargetGroupAttributes: boolean;
   /** Ports of the listeners whose attributes we manage: only these are read. */
@@ -60,7 +62,9 @@ export interface ObserveRequest {
 /**
  * Reads what AWS has for one Service, starting from the ARNs in state and falling back to the
  * deterministic name, and checks every resource's ownership tags: a resource with our name but
- * another owner is never returned for modification (terminal error instead).
+ * another owner is never returned for modification (terminal error instead). A recorded resource
+ * AWS does not show is gone, unless we created it within the consistency window: then it is not
+ * visible yet (NotVisibleYetError), so the caller neither forgets nor recreates it.
  */
 export async function observe(request: ObserveRequest): Promise<Observed> {
   const { clients, state } = request;
@@ -68,6 +72,8 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
   let lb: LoadBalancer | undefined;
   if (state.loadBalancerArn !== undefined) {
     lb = await describeLoadBalancer(request, { LoadBalancerArns: [state.loadBalancerArn] });
+    if (lb === undefined)
+      throwIfNotVisibleYet(request, [state.loadBalancerArn], 'describe load balancers');
   }
   lb ??= await describeLoadBalancer(request, { Names: [request.loadBalancerName] });
 
@@ -78,11 +84,22 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
   const recorded = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
   const unattached = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
   groups.push(...(await describeTargetGroupsByArn(request, unattached)));
+  const missing = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
+  throwIfNotVisibleYet(request, missing, 'describe target groups');
 
   const tags = await describeTags(request, [
     ...(lb?.LoadBalancerArn ? [lb.LoadBalancerArn] : []),
     ...groups.map((g) => g.TargetGroupArn ?? ''),
   ]);
+  // A resource AWS shows without tags (or whose tags it does not find) is ours but not visible
+  // to the tagging side yet, if we created it within the window.
+  throwIfNotVisibleYet(
+    request,
+    [lb?.LoadBalancerArn ?? '', ...groups.map((g) => g.TargetGroupArn ?? '')].filter(
+      (arn) => arn !== '' && Object.keys(tags.get(arn) ?? {}).length === 0,
+    ),
+    'describe tags',
+  );
   const refuse = (what: string, name: string, arn: string) =>
     new TerminalError(
       `${what} ${name} (${arn}) is not owned by this Service in cluster ${request.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match; it belongs to ${holderOf(tags.get(arn) ?? {})}); refusing to modify or delete it`,
@@ -128,7 +145,7 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
   let observedLb: ObservedLoadBalancer | undefined;
   if (lb?.LoadBalancerArn !== undefined) {
     const arn = lb.LoadBalancerArn;
-    const found = await call('describe listeners', () =>
+    const found = await read(request, 'describe listeners', [arn], () =>
       elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
     );
     listeners = [];
@@ -202,7 +219,7 @@ async function listenerCertificates(request: ObserveRequest, arn: string): Promi
   const others: string[] = [];
   let marker: string | undefined;
   do {
-    const page = await call('describe listener certificates', () =>
+    const page = await read(request, 'describe listener certificates', [arn], () =>
       request.clients.elbv2.send(
         new DescribeListenerCertificatesCommand({ ListenerArn: arn, Marker: marker }),
       ),
@@ -218,12 +235,34 @@ async function listenerCertificates(request: ObserveRequest, arn: string): Promi
   return [...(defaultArn !== undefined ? [defaultArn] : []), ...new Set(rest)];
 }
 
-async function call<T>(action: string, send: () => Promise<T>): Promise<T> {
+/** A read naming `named`: its "not found" for one we created within the window is "not visible yet". */
+async function read<T>(
+  request: ObserveRequest,
+  action: string,
+  named: readonly string[],
+  send: () => Promise<T>,
+): Promise<T> {
   try {
     return await send();
   } catch (error) {
-    throw translateAwsError(error, action);
+    throw failure(request, named, action, error);
   }
+}
+
+function failure(
+  request: ObserveRequest,
+  named: readonly string[],
+  action: string,
+  error: unknown,
+): Error {
+  const kind = notFoundKind(error);
+  const stale = kind && notVisibleYet(request.state, named, request.now, action, error);
+  return stale || translateAwsError(error, action);
+}
+
+function throwIfNotVisibleYet(request: ObserveRequest, ids: readonly string[], action: string) {
+  const stale = notVisibleYet(request.state, ids, request.now, action);
+  if (stale !== undefined) throw stale;
 }
 
 async function describeLoadBalancer(
@@ -252,7 +291,7 @@ async function describeTargetGroupsOf(
   } catch (error) {
     // Some implementations answer "not found" for a load balancer without target groups.
     if (isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')) return [];
-    throw translateAwsError(error, 'describe target groups');
+    throw failure(request, [loadBalancerArn], 'describe target groups', error);
   }
 }
 
@@ -281,21 +320,27 @@ function describeTags(
   request: ObserveRequest,
   arns: readonly string[],
 ): Promise<Map<string, Tags>> {
-  return call('describe tags', () => describeElbv2Tags(request.clients.elbv2, arns));
+  return read(request, 'describe tags', arns, () => describeElbv2Tags(request.clients.elbv2, arns));
 }
 
 function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
-  return registeredTargetIds(request.clients.elbv2, arn);
+  return registeredTargetIds(request.clients.elbv2, arn, (error, action) =>
+    failure(request, [arn], action, error),
+  );
 }
 
 /** The instances registered in a target group, sorted; draining ones left out. */
 export async function registeredTargetIds(
   elbv2: ObserveRequest['clients']['elbv2'],
   arn: string,
+  onError: (error: unknown, action: string) => Error = translateAwsError,
 ): Promise<string[]> {
-  const found = await call('describe target health', () =>
-    elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn })),
-  );
+  let found;
+  try {
+    found = await elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn }));
+  } catch (error) {
+    throw onError(error, 'describe target health');
+  }
   // Draining targets are on their way out already.
   return (found.TargetHealthDescriptions ?? [])
     .filter((d) => d.TargetHealth?.State !== 'draining')
@@ -305,21 +350,21 @@ export async function registeredTargetIds(
 }
 
 async function targetGroupAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
-  const found = await call('describe target group attributes', () =>
+  const found = await read(request, 'describe target group attributes', [arn], () =>
     request.clients.elbv2.send(new DescribeTargetGroupAttributesCommand({ TargetGroupArn: arn })),
   );
   return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
 }
 
 async function listenerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
-  const found = await call('describe listener attributes', () =>
+  const found = await read(request, 'describe listener attributes', [arn], () =>
     request.clients.elbv2.send(new DescribeListenerAttributesCommand({ ListenerArn: arn })),
   );
   return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
 }
 
 async function loadBalancerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
-  const found = await call('describe load balancer attributes', () =>
+  const found = await read(request, 'describe load balancer attributes', [arn], () =>
     request.clients.elbv2.send(new DescribeLoadBalancerAttributesCommand({ LoadBalancerArn: arn })),
   );
   return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
@@ -337,11 +382,14 @@ async function describeSecurityGroup(
     );
     group = found.SecurityGroups?.[0];
   } catch (error) {
-    if (isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound')) return undefined;
-    throw translateAwsError(error, 'describe security groups');
+    if (!isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound'))
+      throw translateAwsError(error, 'describe security groups');
   }
+  const tags = tagsOf(group?.Tags);
+  // Right after its create, AWS may not find the group, or show it before its tags.
+  if (group === undefined || Object.keys(tags).length === 0)
+    throwIfNotVisibleYet(request, [id], 'describe security groups');
   if (group === undefined) return undefined;
-  const tags = tagsOf(group.Tags);
   if (ownershipOf(tags, request.clusterName, request.service) !== 'ours') {
     if (notOurs === 'skip') return undefined;
     throw new TerminalError(
