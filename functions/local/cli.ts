@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, loadAllYaml, type V1Service } from '@kubernetes/client-node';
-import { parseConfig, type ControllerConfig } from '../config';
+import { controllerConfigSchema, parseConfig, type ControllerConfig } from '../config';
 import { tenantPolicySchema, type TenantPolicySetting } from '../tenant-policy-config';
 import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
@@ -59,6 +59,8 @@ Options (each also from the environment variable shown):
   --tenant-policy FILE         SSC_TENANT_POLICY       a JSON file: what each namespace may ask for
                                (docs/tenant-safety.md#tenant-policy)
   --create-resources           SSC_CREATE_RESOURCES=true create the queue and table when missing
+  --lease-seconds N            SSC_LEASE_SECONDS       how long a sync may hold a Service's key, and
+                               so how long a key waits when its holder died (10-900, default 120)
   --until-converged            exit 0 once every LoadBalancer Service has its NLB, targets and
                                status; non-zero with the reason after --timeout
   --timeout SECONDS            SSC_TIMEOUT             default 300
@@ -104,6 +106,7 @@ const options = {
   'node-policy': { type: 'string' },
   'tenant-policy': { type: 'string' },
   'create-resources': { type: 'boolean' },
+  'lease-seconds': { type: 'string' },
   'until-converged': { type: 'boolean' },
   timeout: { type: 'string' },
   yes: { type: 'boolean' },
@@ -150,6 +153,7 @@ function controllerConfig(
   const lbClass = setting(flags, 'load-balancer-class', 'SSC_LOAD_BALANCER_CLASS');
   const nodePolicy = setting(flags, 'node-policy', 'SSC_NODE_POLICY');
   const tenantPolicy = readTenantPolicy(flags);
+  const leaseSeconds = readLeaseSeconds(flags);
   return parseConfig({
     clusterName: setting(flags, 'cluster-name', 'SSC_CLUSTER_NAME') ?? defaults.clusterName,
     region: aws.region,
@@ -159,6 +163,7 @@ function controllerConfig(
     queueUrl: resources.queueUrl,
     tableName: resources.tableName,
     ...(resources.deadLetterQueueUrl ? { deadLetterQueueUrl: resources.deadLetterQueueUrl } : {}),
+    ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
     aws: {
       vpcId: setting(flags, 'vpc-id', 'SSC_VPC_ID') ?? defaults.vpcId,
       ...(backend ? { backendSecurityGroupId: backend } : {}),
@@ -189,6 +194,17 @@ function readTenantPolicy(flags: Flags): TenantPolicySetting | undefined {
   throw new UsageError(`--tenant-policy ${path}: invalid tenant policy:\n${problems.join('\n')}`);
 }
 
+/** --lease-seconds, checked by the configuration's own rule before anything starts. */
+function readLeaseSeconds(flags: Flags): number | undefined {
+  const text = setting(flags, 'lease-seconds', 'SSC_LEASE_SECONDS');
+  if (text === undefined) return undefined;
+  const result = controllerConfigSchema.shape.leaseSeconds.safeParse(Number(text));
+  if (result.success) return result.data;
+  throw new UsageError(
+    `--lease-seconds ${text}: ${result.error.issues.map((i) => i.message).join('; ')}`,
+  );
+}
+
 async function run(flags: Flags): Promise<number> {
   const kubeconfigFlag = setting(flags, 'kubeconfig', 'KUBECONFIG');
   const embedded = flags.embedded === true || kubeconfigFlag === undefined;
@@ -200,8 +216,9 @@ async function run(flags: Flags): Promise<number> {
     tableName: setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName,
   };
   const rbac = setting(flags, 'rbac', 'SSC_RBAC') === 'true';
-  // A bad policy file stops the run before an emulator or a cluster is started for nothing.
+  // A bad policy file or lease stops the run before an emulator or a cluster is started for nothing.
   readTenantPolicy(flags);
+  readLeaseSeconds(flags);
   if (rbac && !embedded) {
     throw new UsageError(
       '--rbac applies to the embedded cluster; a real cluster enforces its own RBAC',
