@@ -289,12 +289,11 @@ export class NlbProvider implements LoadBalancerProvider {
     // Groups too large to record (nlb-state.ts maxRecordedTargets), recorded before targets were,
     // or not to be trusted (readTargets): what is registered comes from AWS, one read per group.
     for (const tg of groups) {
-      tg.targets ??= await registeredTargetIds(this.clients.elbv2, tg.arn).catch(
-        (error: unknown) => {
-          throw isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
-            ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
-            : error;
-        },
+      // A group gone is drift for the full sync (NotFoundError), not a failure to retry as is.
+      tg.targets ??= await registeredTargetIds(this.clients.elbv2, tg.arn, (error, action) =>
+        isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
+          ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+          : translateAwsError(error, action),
       );
     }
     // Removals first (a node that left or may no longer serve matters more than a new one, and

@@ -5,7 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  DeleteListenerCommand,
+  DeleteTargetGroupCommand,
+  DescribeListenersCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
 import { afterEach, describe, expect, it } from 'vitest';
+import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
+import { readNlbState } from '../../functions/aws/nlb-state';
 import type { ControllerConfig } from '../../functions/config';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
@@ -75,6 +82,34 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     await world.drain();
     expect((await targetsOf(world, 'default/web')).map((ids) => [...ids].sort())).toEqual(before);
     expect(world.metrics.get('HostUpdatesFromAws')).toBe(1);
+  });
+
+  it('a host update that reads targets from AWS (unverified lease) and finds a target group deleted by hand has the full sync recreate it, with no UpdateLoadBalancerFailed', async () => {
+    await start();
+    await createService();
+    const record = await world.runtime.store.getService('default/web');
+    const state = readNlbState(record?.provider);
+    const group = Object.values(state.targetGroups ?? {})[0]!;
+    const elbv2 = world.aws.clients.elbv2;
+    const listeners = await elbv2.send(
+      new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
+    );
+    const listener = listeners.Listeners?.find(
+      (l) => l.DefaultActions?.[0]?.TargetGroupArn === group.arn,
+    );
+    await elbv2.send(new DeleteListenerCommand({ ListenerArn: listener?.ListenerArn }));
+    await elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: group.arn }));
+    // A holder died: the next host update reads what AWS has registered.
+    await world.runtime.store.acquire(serviceLeasePk('default/web'), 'dead-worker', -1);
+    const added = await world.addNode();
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    expect(world.metrics.get('HostUpdatesFromAws')).toBe(1);
+    const groups = await targetsOf(world, 'default/web');
+    expect(groups).toHaveLength(2);
+    for (const ids of groups) expect(ids).toContain(added.instanceId);
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    expect(events.items.filter((e) => e.reason === 'UpdateLoadBalancerFailed')).toEqual([]);
   });
 
   it('a host update that keeps failing keeps its backoff: node-sync passes meanwhile neither run it again nor queue more messages for it', async () => {
