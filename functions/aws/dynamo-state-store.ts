@@ -211,8 +211,14 @@ export class DynamoStateStore {
     failures: FailureUpdate,
     ttlSeconds: number,
     unverified = false,
+    /** With an increment: when the retry is due (epoch ms), for node sync to leave it until then. */
+    retryAt?: number,
   ): Promise<FinishResult & { failures?: number }> {
-    const released = await this.release(lease, failures, { unlessDirty: true, unverified });
+    const released = await this.release(lease, failures, {
+      unlessDirty: true,
+      unverified,
+      retryAt,
+    });
     if (released.kind === 'released') return released;
     try {
       await this.fencedUpdate(lease, 'SET dirty = :false, leaseUntil = :until', {
@@ -235,16 +241,22 @@ export class DynamoStateStore {
     lease: Lease,
     failures: FailureUpdate,
     unverified = false,
+    retryAt?: number,
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'lost' }> {
-    const released = await this.release(lease, failures, { unlessDirty: false, unverified });
+    const released = await this.release(lease, failures, {
+      unlessDirty: false,
+      unverified,
+      retryAt,
+    });
     return released.kind === 'released' ? released : { kind: 'lost' };
   }
 
   private async release(
     lease: Lease,
     failures: FailureUpdate,
-    options: { unlessDirty: boolean; unverified: boolean },
+    options: { unlessDirty: boolean; unverified: boolean; retryAt?: number | undefined },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
+    const retryAt = failures === 'increment' ? options.retryAt : undefined;
     const seen = this.seen.get(lease);
     const sawNoRecord = seen !== undefined && !seen.hasRecord;
     // With no record there is no checkpoint to distrust: the mark would only keep the item.
@@ -269,11 +281,12 @@ export class DynamoStateStore {
           ]
         : []),
       ...(unverified ? ['unverified = :true'] : []),
+      ...(retryAt !== undefined ? ['retryAt = :retryAt'] : []),
     ];
     const remove = [
       'leaseOwner',
       'leaseUntil',
-      ...(failures === 'reset' ? ['failingSince'] : []),
+      ...(failures === 'reset' ? ['failingSince', 'retryAt'] : []),
       ...(unverified ? [] : ['unverified']),
     ];
     const failureExpression = `${set.map((a) => `, ${a}`).join('')} REMOVE ${remove.join(', ')}`;
@@ -296,6 +309,7 @@ export class DynamoStateStore {
               ? { ':one': 1, ':nowMs': this.clock.now().getTime() }
               : {}),
             ...(unverified ? { ':true': true } : {}),
+            ...(retryAt !== undefined ? { ':retryAt': retryAt } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -440,13 +454,14 @@ export class DynamoStateStore {
 
   async listServiceHosts(): Promise<ServiceHostsState[]> {
     const result: ServiceHostsState[] = [];
-    // A scan bills every item it reads whatever the filter keeps: the lease items of failing
-    // Services come at no extra cost.
+    // A scan bills every item it reads whatever the filter keeps: the lease items of Services
+    // whose retry is due later come at no extra cost. Past retryAt the retry is overdue (its
+    // message lost, say), and node sync takes the Service again.
     const failing = new Set<ServiceKey>();
     for await (const item of this.scan(
       // uid is written with every record, of either release, and removed with it.
-      '(begins_with(pk, :svc) AND attribute_exists(uid)) OR (begins_with(pk, :lease) AND failures > :zero)',
-      { ':svc': 'svc#', ':lease': 'svclease#', ':zero': 0 },
+      '(begins_with(pk, :svc) AND attribute_exists(uid)) OR (begins_with(pk, :lease) AND failures > :zero AND retryAt > :now)',
+      { ':svc': 'svc#', ':lease': 'svclease#', ':zero': 0, ':now': this.clock.now().getTime() },
       'pk, hostsHash, nodeSelector',
     )) {
       if (String(item.pk).startsWith('svclease#')) {

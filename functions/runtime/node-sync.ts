@@ -122,7 +122,7 @@ async function runHostUpdatesNow(
   if (keys.length === 0) return;
   ctx.metrics.count('DirectHostUpdates', keys.length);
   const followUps = await Promise.all(
-    keys.map((key) => runKey(key, new Set(['hosts']), ctx, {}, deadline)),
+    keys.map((key) => runKey(key, new Set(['hosts']), ctx, { direct: true }, deadline)),
   );
   for (const followUp of followUps) {
     if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);

@@ -109,7 +109,18 @@ export async function processWorkBatch(
       continue;
     }
     if (message.kind === 'resync' && resyncPasses === undefined) {
-      failures.push({ itemIdentifier: record.messageId });
+      const delay = backoffSeconds(
+        record.receiveCount,
+        ctx.config.backoffBaseSeconds,
+        ctx.config.backoffMaxSeconds,
+      );
+      parked.push(
+        comeBackLater(record, message, delay, ctx)
+          .catch(() => record.messageId)
+          .then((failed) => {
+            if (failed !== undefined) failures.push({ itemIdentifier: failed });
+          }),
+      );
       continue;
     }
     const group = byKey.get(message.key) ?? { modes: new Set<KeyMode>(), records: [] };
@@ -270,6 +281,14 @@ async function processKey(
   );
 }
 
+/** Where a key's passes come from: a queue message (its id, a sweep's pass), or node sync. */
+export interface KeyOrigin {
+  readonly messageId?: string | undefined;
+  readonly pass?: string | undefined;
+  /** Run by node sync itself (a direct host update), within its run's time. */
+  readonly direct?: boolean;
+}
+
 /** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
 export type KeyFollowUp = { readonly message: WorkMessage; readonly seconds: number } | undefined;
 
@@ -282,7 +301,7 @@ export function runKey(
   key: ServiceKey,
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
-  origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined } = {},
+  origin: KeyOrigin = {},
   /**
    * When registration waits must end (epoch ms); by default `registrationWaitMs` from now. Node
    * sync passes the one deadline of its whole run, so its host updates never add up past it.
@@ -307,7 +326,7 @@ async function runPasses(
   key: ServiceKey,
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
-  origin: { readonly messageId?: string | undefined; readonly pass?: string | undefined },
+  origin: KeyOrigin,
 ): Promise<KeyFollowUp> {
   const pass = origin.pass;
   const lifecycle = newCollector(ctx);
@@ -337,14 +356,26 @@ async function runPasses(
     held = lease;
     if (mode === 'hosts' && lease.pendingChange) {
       // A change the dead holder was asked to run and never did: a host update skips the spec.
-      mode = 'service';
       ctx.metrics.count('EscalatedHostUpdates');
+      if (origin.direct === true) {
+        // Node sync's run has no time for a full sync: the work queue runs it, at once.
+        await ctx.store.handBack(lease, 'keep', true);
+        return { message: { v: 1, kind: 'service', key }, seconds: 0 };
+      }
+      mode = 'service';
     }
     let outcome: SyncOutcome = { kind: 'done' };
     let finish: FinishResult & { failures?: number } = { kind: 'released' };
     let failureUpdate: FailureUpdate = 'keep';
     // Whether the record's checkpoint may not describe AWS (see DynamoStateStore's comment).
     let unverified = lease.unverified;
+    // When a failed pass's retry is due: the count it ends with is one more than at the acquire.
+    const retryDelay = backoffSeconds(
+      lease.failures + 1,
+      ctx.config.backoffBaseSeconds,
+      ctx.config.backoffMaxSeconds,
+    );
+    const retryAt = () => ctx.base.clock.now().getTime() + retryDelay * 1000;
     for (let pass = 1; pass <= maxPassesPerReceive; pass++) {
       const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
       const started = ctx.base.clock.now().getTime();
@@ -372,7 +403,13 @@ async function runPasses(
           : outcome.kind === 'retry'
             ? 'increment'
             : 'keep';
-      finish = await ctx.store.finish(lease, failureUpdate, ctx.config.leaseSeconds, unverified);
+      finish = await ctx.store.finish(
+        lease,
+        failureUpdate,
+        ctx.config.leaseSeconds,
+        unverified,
+        retryAt(),
+      );
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
       mode = 'service';
@@ -382,7 +419,7 @@ async function runPasses(
       // Changes kept coming for every pass allowed. The messages that brought them were
       // acknowledged as busy, so this one must come back: give the lease up and requeue the key,
       // at once unless the last pass asked for a backoff or a fixed delay (S5, S6).
-      finish = await ctx.store.handBack(lease, failureUpdate, unverified);
+      finish = await ctx.store.handBack(lease, failureUpdate, unverified, retryAt());
       handedBack = finish.kind === 'released';
       if (handedBack) {
         ctx.metrics.count('HandedBackKeys');
@@ -392,7 +429,13 @@ async function runPasses(
     if (finish.kind === 'lost') {
       ctx.log.warn('lease expired during the sync; the newer holder owns the key', fields);
       await publishLifecycle(ctx, lifecycle.events);
-      return undefined;
+      // The newer holder may be a host update, which runs no spec: what this pass left undone
+      // comes back (and waits, busy, while that holder lasts).
+      if (outcome.kind === 'done' || outcome.kind === 'terminal') return undefined;
+      return {
+        message: again(mode, key, pass),
+        seconds: outcome.kind === 'requeue-after' ? outcome.seconds : retryDelay,
+      };
     }
     if (outcome.kind === 'retry') {
       const delay = backoffSeconds(
@@ -416,6 +459,11 @@ async function runPasses(
       return { message: again(mode, key, pass), seconds: outcome.seconds };
     }
     if (handedBack) return { message: again(mode, key, pass), seconds: 0 };
+    // Another holder's write came between this pass's read and its write (a release 0.1 holder,
+    // say, whose lease this one cannot wait on): the pass it was refused comes back.
+    if (outcome.kind === 'busy') {
+      return { message: again(mode, key, pass), seconds: ctx.config.leaseSeconds };
+    }
     return undefined;
   } catch (error) {
     // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.

@@ -131,6 +131,44 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     expect(depth.visible + depth.inFlight + depth.delayed).toBe(1);
   });
 
+  it('a failed direct host update whose retry message SQS refused is taken again by node sync once its retry is overdue', async () => {
+    await start();
+    await createService();
+    const added = await world.addNode();
+    world.aws.recorder.injectFault({
+      operation: 'RegisterTargets',
+      kind: 'error',
+      code: 'AccessDenied',
+      times: 1,
+    });
+    let refuse = true;
+    const queue = world.runtime.queue;
+    const ctx: RuntimeContext = {
+      ...world.runtime,
+      queue: {
+        send: (messages, delay) => {
+          if (refuse) {
+            refuse = false;
+            return Promise.reject(new Error('SQS is unavailable'));
+          }
+          return queue.send(messages, delay);
+        },
+        changeVisibility: (receipt, seconds) => queue.changeVisibility(receipt, seconds),
+        deadLetter: (body, problem) => queue.deadLetter(body, problem),
+      },
+    };
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    const records = await world.receiveNodes(1);
+    expect((await processNodeBatch(records, ctx)).batchItemFailures).toHaveLength(1);
+    expect((await world.queueDepth('work')).delayed).toBe(0);
+    // The retry was due a backoff step later; nothing brings it but node sync.
+    await sleep(world.config.backoffBaseSeconds * 1000 + 500);
+    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node sync' });
+    await world.drain();
+    for (const ids of await targetsOf(world, 'default/web'))
+      expect(ids).toContain(added.instanceId);
+  });
+
   it('node sync gives its direct host updates one deadline for the whole run: past it, they go to the work queue', async () => {
     await start();
     await createService();
@@ -196,17 +234,19 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     await sendToNodeQueue({ v: 1, kind: 'node', reason: 'first' });
     await world.handleNodesOnce(1);
     let refuse = true;
+    const nodeQueue = world.runtime.nodeQueue;
     const ctx: RuntimeContext = {
       ...world.runtime,
       nodeQueue: {
-        ...world.runtime.nodeQueue,
         send: (messages, delay) => {
           if (refuse) {
             refuse = false;
             return Promise.reject(new Error('SQS is unavailable'));
           }
-          return world.runtime.nodeQueue.send(messages, delay);
+          return nodeQueue.send(messages, delay);
         },
+        changeVisibility: (receipt, seconds) => nodeQueue.changeVisibility(receipt, seconds),
+        deadLetter: (body, problem) => nodeQueue.deadLetter(body, problem),
       },
     };
     await sendToNodeQueue({ v: 1, kind: 'node', reason: 'second' });

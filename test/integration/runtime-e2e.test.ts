@@ -383,7 +383,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
 
   it('a change the dead holder was asked to run (dirty) is run by whoever takes the lease over, even a host update', async () => {
     await createService();
-    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', 1);
+    const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', 3);
     expect(dead.acquired).toBe(true);
     // A ports change arrives while the holder lives: the key is marked dirty for it, then the
     // holder dies without running that pass.
@@ -400,7 +400,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     expect(
       await world.runtime.store.acquire(serviceLeasePk(key), 'refused-worker', 30),
     ).toMatchObject({ acquired: false });
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
     // Only a node change comes (the change's own message is not under test here).
     await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });

@@ -20,6 +20,8 @@ beforeEach(async () => {
     backoffBaseSeconds: 1,
     backoffMaxSeconds: 4,
     directHostUpdates: 0,
+    // A delivery that finds the key busy comes back when the lease runs out: drains wait that.
+    leaseSeconds: 10,
   });
   spans = [];
   const provider = world.runtime.provider as unknown as Record<
@@ -129,7 +131,7 @@ it('the same message delivered again later changes nothing in AWS', async () => 
   await check('twice in two batches', { web: [80, 443] }, calls === 0 ? [] : [`${calls} calls`]);
 });
 
-it('two deliveries of one key at once: one sync at a time, a second pass, no failure', async () => {
+it('two deliveries of one key at once: one sync at a time, a second pass, the busy delivery back when the lease runs out', async () => {
   await world.api.createNamespacedService({
     namespace: 'default',
     body: loadBalancerService('web'),
@@ -137,9 +139,10 @@ it('two deliveries of one key at once: one sync at a time, a second pass, no fai
   const first = await receiveOne({ v: 1, kind: 'service', key });
   const second = await receiveOne({ v: 1, kind: 'service', key });
   const [a, b] = await Promise.all([world.handle(first), world.handle(second)]);
+  // The delivery that found the key busy is not acknowledged: it waits out the holder's lease.
   const failed = a.batchItemFailures.length + b.batchItemFailures.length;
   await check('concurrent deliveries', { web: [80, 443] }, [
-    ...(failed === 0 ? [] : [`${failed} reported failures`]),
+    ...(failed === 1 ? [] : [`${failed} deliveries back on the queue, not the busy one alone`]),
     ...(world.metrics.get('BusyKeys') >= 1 ? [] : ['the second delivery was not turned away']),
   ]);
 });

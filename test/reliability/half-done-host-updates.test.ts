@@ -142,7 +142,7 @@ it(`${scenario}: each ends with the eligible nodes behind every target group and
   // 3. A dead holder's unrun change, taken over by a host update.
   {
     const world = await start();
-    expect((await world.runtime.store.acquire(serviceLeasePk(key), 'dead', 1)).acquired).toBe(true);
+    expect((await world.runtime.store.acquire(serviceLeasePk(key), 'dead', 3)).acquired).toBe(true);
     await world.api.patchNamespacedService(
       {
         name: 'web',
@@ -153,7 +153,7 @@ it(`${scenario}: each ends with the eligible nodes behind every target group and
     );
     // The change's message finds the key held (dirty), and is then lost with the holder.
     await world.runtime.store.acquire(serviceLeasePk(key), 'refused', 10);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
     await world.addNode();
     await sendNode(world, 'node added');
     const settled = await settle(world);
