@@ -26,7 +26,7 @@ export interface ServiceHostsState {
   /** The Service's target-node-labels selector in canonical form; undefined selects every node. */
   readonly nodeSelector?: string | undefined;
   /**
-   * Its last sync failed and a retry is scheduled (a full sync that reads the host set afresh):
+   * Its last sync failed and its retry is not due yet (a sync that reads the host set afresh):
    * node sync leaves it to that retry, so a failing Service keeps its backoff.
    */
   readonly retryScheduled?: boolean | undefined;
