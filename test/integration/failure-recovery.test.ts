@@ -4,7 +4,7 @@
  * a pass that reads what it needs afresh.
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import {
   DeleteListenerCommand,
   DeleteTargetGroupCommand,
@@ -19,7 +19,7 @@ import type { WorkMessage } from '../../functions/runtime/messages';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
 import { nodeSyncLease } from '../../functions/runtime/node-sync';
 import { processWorkBatch } from '../../functions/runtime/process-work';
-import { sweepLease } from '../../functions/runtime/sweep';
+import { runSweep, sweepLease } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
@@ -201,6 +201,33 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     expect(world.metrics.get('DirectHostUpdates')).toBe(0);
     const queued = await world.receive(1);
     expect(queued.map((r) => (JSON.parse(r.body) as WorkMessage).kind)).toEqual(['hosts']);
+  });
+
+  it('a sweep resync that finds the key busy comes back as that resync, and checks AWS when it runs', async () => {
+    await start();
+    await createService();
+    const holder = await world.runtime.store.acquire(serviceLeasePk('default/web'), 'holder', 30);
+    if (!holder.acquired) throw new Error('expected the lease');
+    await runSweep(world.runtime);
+    const records = await world.receive(1);
+    expect(records.map((r) => (JSON.parse(r.body) as WorkMessage).kind)).toEqual(['resync']);
+    const result = await processWorkBatch(records, world.runtime);
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[0]?.messageId]);
+    // The holder ends cleanly: its dirty pass is an ordinary sync, which trusts the checkpoint.
+    const store = world.runtime.store;
+    expect((await store.finish(holder.lease, 'reset', 30)).kind).toBe('again');
+    expect((await store.finish(holder.lease, 'reset', 30)).kind).toBe('released');
+    await world.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: world.config.queueUrl,
+        ReceiptHandle: records[0]?.receiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    world.aws.recorder.reset();
+    await world.drain();
+    expect(world.aws.recorder.count('DescribeLoadBalancers')).toBeGreaterThan(0);
+    expect(world.metrics.get('UnverifiedResyncs')).toBe(0);
   });
 
   it('resync messages come back, not downgraded, when the sweep pass ids cannot be read', async () => {
