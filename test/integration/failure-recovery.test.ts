@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import type { ControllerConfig } from '../../functions/config';
+import type { WorkQueue } from '../../functions/aws/sqs-work-queue';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/runtime/messages';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
@@ -21,6 +22,7 @@ import { nodeSyncLease } from '../../functions/runtime/node-sync';
 import { processWorkBatch } from '../../functions/runtime/process-work';
 import { runSweep, sweepLease } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
+import { missFirst } from '../support/seeded-random';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;
@@ -48,13 +50,21 @@ async function sendToNodeQueue(message: WorkMessage) {
   );
 }
 
-/** Draws 1 (a miss) for the first `misses` attempts, then 0 (a hit). */
-function missFirst(misses: number): () => number {
-  let drawn = 0;
-  return () => (drawn++ < misses ? 1 : 0);
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The queue, but its first send fails as SQS does when it is unavailable. */
+function refusingOneSend(queue: WorkQueue): WorkQueue {
+  let refuse = true;
+  return {
+    send: (messages, delay) => {
+      if (!refuse) return queue.send(messages, delay);
+      refuse = false;
+      return Promise.reject(new Error('SQS is unavailable'));
+    },
+    changeVisibility: (receipt, seconds) => queue.changeVisibility(receipt, seconds),
+    deadLetter: (body, problem) => queue.deadLetter(body, problem),
+  };
+}
 
 describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () => {
   it('a host update that failed after one RegisterTargets landed is retried reading the registered targets from AWS: a node that came and went is not left behind', async () => {
@@ -141,22 +151,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
       code: 'AccessDenied',
       times: 1,
     });
-    let refuse = true;
-    const queue = world.runtime.queue;
-    const ctx: RuntimeContext = {
-      ...world.runtime,
-      queue: {
-        send: (messages, delay) => {
-          if (refuse) {
-            refuse = false;
-            return Promise.reject(new Error('SQS is unavailable'));
-          }
-          return queue.send(messages, delay);
-        },
-        changeVisibility: (receipt, seconds) => queue.changeVisibility(receipt, seconds),
-        deadLetter: (body, problem) => queue.deadLetter(body, problem),
-      },
-    };
+    const ctx: RuntimeContext = { ...world.runtime, queue: refusingOneSend(world.runtime.queue) };
     await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
     const records = await world.receiveNodes(1);
     expect((await processNodeBatch(records, ctx)).batchItemFailures).toHaveLength(1);
@@ -260,21 +255,9 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     await createService();
     await sendToNodeQueue({ v: 1, kind: 'node', reason: 'first' });
     await world.handleNodesOnce(1);
-    let refuse = true;
-    const nodeQueue = world.runtime.nodeQueue;
     const ctx: RuntimeContext = {
       ...world.runtime,
-      nodeQueue: {
-        send: (messages, delay) => {
-          if (refuse) {
-            refuse = false;
-            return Promise.reject(new Error('SQS is unavailable'));
-          }
-          return nodeQueue.send(messages, delay);
-        },
-        changeVisibility: (receipt, seconds) => nodeQueue.changeVisibility(receipt, seconds),
-        deadLetter: (body, problem) => nodeQueue.deadLetter(body, problem),
-      },
+      nodeQueue: refusingOneSend(world.runtime.nodeQueue),
     };
     await sendToNodeQueue({ v: 1, kind: 'node', reason: 'second' });
     const records = await world.receiveNodes(1);

@@ -10,6 +10,7 @@ import { afterEach, expect, it } from 'vitest';
 import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
 import type { WorkMessage } from '../../functions/runtime/messages';
+import { missFirst } from '../support/seeded-random';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { crashAfterCalls } from './support/crash';
 import { recordPending, recordScenario } from './support/summary';
@@ -62,12 +63,6 @@ async function settle(world: RuntimeWorld, timeoutMs = 60_000): Promise<boolean>
       return true;
   }
   return false;
-}
-
-/** Draws 1 (a miss) for the first `misses` attempts, then 0 (a hit). */
-function missFirst(misses: number): () => number {
-  let drawn = 0;
-  return () => (drawn++ < misses ? 1 : 0);
 }
 
 const nodesNow = (world: RuntimeWorld) =>

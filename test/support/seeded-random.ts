@@ -12,3 +12,9 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Draws 1 (a miss, for a fault's `probability`) for the first `misses` draws, then 0 (a hit). */
+export function missFirst(misses: number): () => number {
+  let drawn = 0;
+  return () => (drawn++ < misses ? 1 : 0);
+}
