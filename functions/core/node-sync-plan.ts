@@ -58,9 +58,12 @@ export function planNodeSync(
   /** Label keys to track beyond those the Services select by (a new Service's, before it is stored). */
   extraLabelKeys: readonly string[] = [],
 ): NodeSyncPlan {
-  const labelKeys = [
-    ...new Set([...services.flatMap((s) => selectorKeys(s.nodeSelector)), ...extraLabelKeys]),
-  ].sort();
+  const selected = new Set([
+    ...services.flatMap((s) => selectorKeys(s.nodeSelector)),
+    ...extraLabelKeys,
+  ]);
+  // Each host carries, in memory, every label some Service selects by: the comparisons below
+  // stay exact whatever is stored.
   const hosts: Host[] = [];
   const warnedNodes: string[] = [];
   const warnings: { object: ObjectReference; event: ControllerEvent }[] = [];
@@ -68,7 +71,7 @@ export function planNodeSync(
   for (const node of nodes) {
     const verdict = evaluateNode(node, policy);
     if (verdict.eligible) {
-      hosts.push(withTrackedLabels(verdict.host, node, labelKeys));
+      hosts.push(withSelectedLabels(verdict.host, node, selected));
     } else if (verdict.warn) {
       const name = node.metadata?.name ?? '';
       warnedNodes.push(name);
@@ -80,12 +83,13 @@ export function planNodeSync(
       }
     }
   }
-  const set = hostSetOf(hosts);
+  const labelKeys = storedLabelKeys(hosts);
+  const stored = hostSetOf(hosts.map((host) => onlyLabels(host, labelKeys)));
   const eligible: EligibleHosts = {
-    ...set,
+    ...stored,
     warnedNodes: warnedNodes.sort(),
     ...(labelKeys.length > 0
-      ? { labelKeys, labelsHash: stableHash(set.hosts.map((h) => h.labels ?? {})) }
+      ? { labelKeys, labelsHash: stableHash(stored.hosts.map((h) => h.labels ?? {})) }
       : {}),
   };
   const changed =
@@ -96,10 +100,11 @@ export function planNodeSync(
     previous.warnedNodes.join('\n') !== eligible.warnedNodes.join('\n');
   // Services sharing a selector share one filtered set (and its hash).
   const bySelector = new Map<string | undefined, string>();
+  const everyLabel = hostSetOf(hosts);
   const hashFor = (selector: string | undefined): string => {
     let hash = bySelector.get(selector);
     if (hash === undefined) {
-      hash = hostsSelectedBy(eligible, selector).hash;
+      hash = hostsSelectedBy(everyLabel, selector).hash;
       bySelector.set(selector, hash);
     }
     return hash;
@@ -116,13 +121,47 @@ export function planNodeSync(
   return { eligible, changed, warnings, servicesToUpdate };
 }
 
-function withTrackedLabels(host: Host, node: Node, labelKeys: readonly string[]): Host {
-  if (labelKeys.length === 0) return host;
-  const all = node.metadata?.labels ?? {};
+/**
+ * Bounds on the label keys the stored host set tracks. The set lives in one shared DynamoDB item
+ * (400 KB), so what it tracks must not grow with what tenants write in their selectors (issue 32,
+ * finding 1): only keys some eligible node carries are stored, which the cluster's operators
+ * decide, and at most this many. A Service whose key is not stored has its hosts worked out from a
+ * Node list at its own syncs (`hostsForService`), so a missing key costs that Service, nobody else.
+ */
+export const trackedLabelLimits = { keys: 256, characters: 16_384 } as const;
+
+/** The selected keys that some host carries, sorted, within trackedLabelLimits. */
+function storedLabelKeys(hosts: readonly Host[]): string[] {
+  const carried = new Set<string>();
+  for (const host of hosts) for (const key of Object.keys(host.labels ?? {})) carried.add(key);
+  const keys: string[] = [];
+  let characters = 0;
+  for (const key of [...carried].sort()) {
+    if (keys.length === trackedLabelLimits.keys) break;
+    if (characters + key.length > trackedLabelLimits.characters) continue;
+    keys.push(key);
+    characters += key.length;
+  }
+  return keys;
+}
+
+function withSelectedLabels(host: Host, node: Node, selected: ReadonlySet<string>): Host {
+  if (selected.size === 0) return host;
   const labels: Record<string, string> = {};
-  for (const key of labelKeys) {
-    const value = all[key];
-    if (value !== undefined) labels[key] = value;
+  // The node's labels are few and the operators'; the selected keys may be many and the tenants'.
+  for (const [key, value] of Object.entries(node.metadata?.labels ?? {})) {
+    if (selected.has(key)) labels[key] = value;
   }
   return Object.keys(labels).length > 0 ? { ...host, labels } : host;
+}
+
+function onlyLabels(host: Host, keys: readonly string[]): Host {
+  if (host.labels === undefined) return host;
+  const labels: Record<string, string> = {};
+  for (const key of keys) {
+    const value = host.labels[key];
+    if (value !== undefined) labels[key] = value;
+  }
+  const bare = { name: host.name, providerID: host.providerID, instanceId: host.instanceId };
+  return Object.keys(labels).length > 0 ? { ...bare, labels } : bare;
 }

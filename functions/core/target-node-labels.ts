@@ -7,6 +7,18 @@ import type { Service } from './objects';
 export const targetNodeLabelsAnnotation =
   'service.beta.kubernetes.io/aws-load-balancer-target-node-labels';
 
+/**
+ * Bounds on one Service's selector. Every Service's selector keys reach node sync, which is shared
+ * by the whole cluster, so what one Service may ask is capped before it is parsed (issue 32,
+ * finding 1). aws-load-balancer-controller has no such cap; selectors in use name one to three labels.
+ */
+export const nodeSelectorLimits = {
+  /** Label pairs in one selector. */
+  labels: 10,
+  /** Characters of the annotation value: ten long prefixed keys with their values fit. */
+  characters: 4096,
+} as const;
+
 /** Label key → value that a node must carry, every pair of it. Empty means every node. */
 export type NodeLabelSelector = Readonly<Record<string, string>>;
 
@@ -28,10 +40,28 @@ function labelKeyProblem(key: string): string | undefined {
 }
 
 /**
- * Parses `key1=value1, key2=value2` (aws-load-balancer-controller's format): the selector, or a
- * message saying what is wrong. A key given twice with different values could never match.
+ * Parses `key1=value1, key2=value2` (aws-load-balancer-controller's format) as a Service's
+ * annotation: the selector, or a message saying what is wrong, the size limits included.
  */
 export function parseNodeLabelSelector(
+  value: string,
+): { readonly selector: NodeLabelSelector } | { readonly problem: string } {
+  if (value.length > nodeSelectorLimits.characters) {
+    return {
+      problem: `the selector is ${value.length} characters, over the limit of ${nodeSelectorLimits.characters}`,
+    };
+  }
+  const parsed = parsePairs(value);
+  if ('selector' in parsed && Object.keys(parsed.selector).length > nodeSelectorLimits.labels) {
+    return {
+      problem: `the selector names ${Object.keys(parsed.selector).length} labels, over the limit of ${nodeSelectorLimits.labels}`,
+    };
+  }
+  return parsed;
+}
+
+/** A key given twice with different values could never match. */
+function parsePairs(
   value: string,
 ): { readonly selector: NodeLabelSelector } | { readonly problem: string } {
   const selector: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -79,9 +109,12 @@ export function readNodeSelector(service: Service): NodeSelectorReading {
   return { valid: true, selector };
 }
 
-/** The canonical string back as a selector. */
+/**
+ * The canonical string back as a selector. Not held to the size limits: a selector stored before
+ * they existed must keep narrowing its Service's targets, never read as every node.
+ */
 export function selectorFromCanonical(canonical: string): NodeLabelSelector {
-  const parsed = parseNodeLabelSelector(canonical);
+  const parsed = parsePairs(canonical);
   return 'problem' in parsed ? {} : parsed.selector;
 }
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { nodeChangeAffectsHosts } from '../../../functions/core/enqueue-filters';
 import { hostsSelectedBy } from '../../../functions/core/hosts';
-import { planNodeSync } from '../../../functions/core/node-sync-plan';
+import { planNodeSync, trackedLabelLimits } from '../../../functions/core/node-sync-plan';
 import {
+  nodeSelectorLimits,
   parseNodeLabelSelector,
   readNodeSelector,
   targetNodeLabelsAnnotation,
@@ -39,6 +40,29 @@ describe('target-node-labels annotation', () => {
   ])('refuses %j', (value, problem) => {
     const parsed = parseNodeLabelSelector(value);
     expect('problem' in parsed && parsed.problem).toContain(problem);
+  });
+
+  it('refuses a selector over the per-Service limits, naming the limit', () => {
+    const pairs = (n: number) =>
+      Array.from({ length: n }, (_, i) => `team.example.com/k${i}=v`).join(',');
+    expect(parseNodeLabelSelector(pairs(nodeSelectorLimits.labels))).toHaveProperty('selector');
+    expect(parseNodeLabelSelector(pairs(nodeSelectorLimits.labels + 1))).toEqual({
+      problem: `the selector names ${nodeSelectorLimits.labels + 1} labels, over the limit of ${nodeSelectorLimits.labels}`,
+    });
+    // 100 long keys, 32 KB: refused from its length before a pair is parsed.
+    const long = Array.from(
+      { length: 100 },
+      (_, i) => `${'p'.repeat(250)}/${'k'.repeat(60)}${i}=v`,
+    );
+    const value = long.join(',');
+    expect(parseNodeLabelSelector(value)).toEqual({
+      problem: `the selector is ${value.length} characters, over the limit of ${nodeSelectorLimits.characters}`,
+    });
+    expect(readNodeSelector(withLabels(value))).toEqual({ valid: false });
+    // A selector stored before the limits still narrows its Service's targets (to none here).
+    const stored = pairs(nodeSelectorLimits.labels + 1);
+    const plan = planNodeSync([a, b], 'stable', undefined, []);
+    expect(hostsSelectedBy(plan.eligible, stored).hosts).toEqual([]);
   });
 
   it('accepts an empty value, as Kubernetes labels may be empty', () => {
@@ -113,6 +137,65 @@ describe('per-Service host sets', () => {
     ]);
     expect(after.changed).toBe(true);
     expect(after.eligible.labelKeys).toEqual(['zone']);
+  });
+});
+
+describe('the stored host set, shared by every Service', () => {
+  const longKey = (service: number, i: number) =>
+    `${'p'.repeat(200)}.example.com/${'k'.repeat(40)}-${service}-${i}`;
+  const tenSelectors = (count: number) =>
+    Array.from({ length: count }, (_, n) => ({
+      key: `attacker/s${n}`,
+      hostsHash: 'x',
+      nodeSelector: Array.from(
+        { length: nodeSelectorLimits.labels },
+        (_, i) => `${longKey(n, i)}=v`,
+      )
+        .sort()
+        .join(','),
+    }));
+
+  it('stores no label key that no node carries, however many Services select by such keys', () => {
+    // Before: every selected key went into the one hosts#meta item (1,000 keys of ~260 characters).
+    const plan = planNodeSync([a, b, c], 'stable', undefined, [
+      ...tenSelectors(100),
+      { key: 'victim/web', hostsHash: 'x', nodeSelector: 'zone=a' },
+    ]);
+    expect(plan.eligible.labelKeys).toEqual(['zone']);
+    expect(JSON.stringify(plan.eligible).length).toBeLessThan(2_000);
+  });
+
+  it('caps the stored keys, while every Service is still compared on all of its labels', () => {
+    const many = Object.fromEntries(
+      Array.from({ length: trackedLabelLimits.keys + 10 }, (_, i) => [
+        `k${String(i).padStart(4, '0')}`,
+        'v',
+      ]),
+    );
+    const labelled = makeNode('a', { instanceId: 'i-0000000000000000a', labels: many });
+    const beyondCap = `k${String(trackedLabelLimits.keys + 5).padStart(4, '0')}=v`;
+    const services = [
+      {
+        key: 'ns/many',
+        hostsHash: 'x',
+        nodeSelector: Object.keys(many)
+          .map((k) => `${k}=v`)
+          .join(','),
+      },
+      { key: 'ns/late', hostsHash: 'x', nodeSelector: beyondCap },
+    ];
+    const first = planNodeSync([labelled, b], 'stable', undefined, services);
+    expect(first.eligible.labelKeys).toHaveLength(trackedLabelLimits.keys);
+    expect(first.eligible.labelKeys).not.toContain(beyondCap.split('=')[0]);
+    // The Service selecting by an unstored key still gets node a, not an empty selection.
+    const withA = hostsSelectedBy(
+      planNodeSync([labelled], 'stable', undefined, []).eligible,
+      undefined,
+    ).hash;
+    const again = planNodeSync([labelled, b], 'stable', first.eligible, [
+      { key: 'ns/late', hostsHash: withA, nodeSelector: beyondCap },
+    ]);
+    expect(again.servicesToUpdate).toEqual([]);
   });
 });
 
