@@ -68,7 +68,15 @@ const restrictions = {
     z.array(
       matching(
         patternSyntax.securityGroup,
-        'a security group ID or Name tag pattern such as sg-0123456789abcdef0 or team-a-* ("*" allowed; no ",")',
+        'a security group ID pattern such as sg-0123456789abcdef0 or sg-0ab* (matched against the group ID) or a Name tag pattern such as team-a-* not starting with sg- ("*" allowed; no ",")',
+      ),
+    ),
+  ),
+  securityGroupTags: z.optional(
+    z.array(
+      matching(
+        patternSyntax.securityGroupTag,
+        'a tag as key=value such as example.com/lb-tenant=team-a ("*" allowed in the value)',
       ),
     ),
   ),
@@ -76,6 +84,40 @@ const restrictions = {
   // An NLB has at most 50 listeners.
   maxListeners: z.optional(z.int().check(z.gte(1), z.lte(50))),
   requireSubnetRoleTag: z.optional(z.boolean()),
+  securityGroupPrefixLists: z.optional(
+    z.array(
+      matching(
+        patternSyntax.prefixList,
+        'a managed prefix list ID such as pl-0123456789abcdef0 ("*" allowed)',
+      ),
+    ),
+  ),
+  accessLogBuckets: z.optional(
+    z.array(
+      matching(
+        patternSyntax.accessLogBucket,
+        'an S3 bucket name pattern such as logs-{namespace} or team-*-logs ("*" and {namespace} allowed)',
+      ),
+    ),
+  ),
+  accessLogPrefixes: z.optional(
+    z.array(
+      matching(
+        patternSyntax.accessLogPrefix,
+        'an access log prefix pattern such as {namespace}/* ("*" and {namespace} allowed; "" is the root of the bucket; no ",")',
+      ),
+    ),
+  ),
+  loadBalancerNames: z.optional(
+    z.array(
+      matching(
+        patternSyntax.loadBalancerName,
+        'a load balancer name pattern such as {namespace}-* (letters, digits, "-", "*" and {namespace})',
+      ),
+    ),
+  ),
+  // AWS takes 0 to 7 secondary addresses per subnet.
+  maxSecondaryIpsPerSubnet: z.optional(z.int().check(z.gte(0), z.lte(7))),
 };
 
 const rule = z
@@ -106,3 +148,15 @@ export const tenantPolicySchema = z.strictObject({
 });
 
 export type TenantPolicySetting = z.infer<typeof tenantPolicySchema>;
+
+/**
+ * What a valid policy still leaves open, said at `cdk synth` (a CDK warning) and when the
+ * functions or `npm start` read their configuration (a log warning): rules without a `default`
+ * fail open for every namespace no rule matches (issue 32, finding 4).
+ */
+export function tenantPolicyWarnings(policy: TenantPolicySetting | undefined): string[] {
+  if (policy === undefined || policy.rules.length === 0 || policy.default !== undefined) return [];
+  return [
+    'tenantPolicy has rules but no `default`: every namespace that matches no rule (one created later, or one whose labels its tenant may change) has no restrictions at all. Add a `default`; `"default": { "maxLoadBalancerServices": 0 }` refuses LoadBalancer Services wherever no rule applies (docs/tenant-safety.md#tenant-policy)',
+  ];
+}

@@ -57,7 +57,8 @@ import {
   toProviderState,
   type NlbState,
 } from './nlb-state';
-import { resolveFrontendSecurityGroups } from './frontend-security-groups';
+import { frontendGroupChecks, resolveFrontendSecurityGroups } from './frontend-security-groups';
+import type { SecurityGroupPolicy } from './model/security-group-admission';
 import { resolveSubnets } from './subnets';
 import type { TenantPolicyEnforcer } from './tenant-policy-check';
 
@@ -151,7 +152,11 @@ export class NlbProvider implements LoadBalancerProvider {
     }
     // The user's groups, as now and as before an annotation change: never taken for ours.
     const userGroups = [...(nlb.frontendSecurityGroups?.ids ?? [])];
-    const frontendSecurityGroupIds = await this.frontendSecurityGroups(nlb, options);
+    const frontendSecurityGroupIds = await this.frontendSecurityGroups(
+      nlb,
+      options,
+      tenancy?.securityGroups,
+    );
     userGroups.push(...(frontendSecurityGroupIds ?? []));
     // Pinned before anything is created, so a failed first sync keeps the names it started with.
     nlb.namingVersion = namingVersionOf(nlb);
@@ -361,10 +366,11 @@ export class NlbProvider implements LoadBalancerProvider {
     const now = this.now();
     const inventory = await this.inventory(service, nlb, now);
     if (inventory.loadBalancerArns.length > 0 && wantsDeletionProtection(service)) {
+      await this.drainKeptTargets(inventory.targetGroupArns, nlb);
       // Terminal, not retried: only a change to the Service can lift it, and that re-enqueues.
       throw Object.assign(
         new TerminalError(
-          `deletion protection: annotation ${attributesAnnotation} sets deletion_protection.enabled=true, so load balancer ${inventory.loadBalancerArns.join(', ')} is kept; remove that key or set it to false to let the delete finish`,
+          `deletion protection: annotation ${attributesAnnotation} sets deletion_protection.enabled=true, so load balancer ${inventory.loadBalancerArns.join(', ')} is kept, with no targets; remove that key or set it to false to let the delete finish`,
         ),
         { providerState: toProviderState(nlb) },
       );
@@ -427,6 +433,36 @@ export class NlbProvider implements LoadBalancerProvider {
       ...(deleted !== undefined ? { loadBalancerId: deleted } : {}),
       ...(stillThere ? { requeueAfterSeconds: stillInUseRetrySeconds } : {}),
     };
+  }
+
+  /**
+   * A kept NLB's target groups still send to the node ports the Service had. Once it is deleted or
+   * no longer a LoadBalancer, Kubernetes frees those ports and may give them to another Service,
+   * whose Pods would then get this NLB's traffic: so every target is deregistered before the NLB
+   * is kept (issue 32, finding 2). One DescribeTargetHealth per group, and a DeregisterTargets per
+   * group that still has targets; a failure is retried as the delete would be.
+   */
+  private async drainKeptTargets(targetGroupArns: readonly string[], nlb: NlbState): Promise<void> {
+    const recorded = Object.values(nlb.targetGroups ?? {});
+    try {
+      for (const arn of targetGroupArns) {
+        const ids = await registeredTargetIds(this.clients.elbv2, arn);
+        for (let i = 0; i < ids.length; i += registerBatch) {
+          const batch = ids.slice(i, i + registerBatch);
+          await this.clients.elbv2.send(
+            new DeregisterTargetsCommand({
+              TargetGroupArn: arn,
+              Targets: batch.map((Id) => ({ Id })),
+            }),
+          );
+        }
+        for (const tg of recorded) if (tg.arn === arn) tg.targets = [];
+      }
+    } catch (error) {
+      throw Object.assign(translateAwsError(error, 'deregister the kept load balancer targets'), {
+        providerState: toProviderState(nlb),
+      });
+    }
   }
 
   /**
@@ -609,21 +645,30 @@ export class NlbProvider implements LoadBalancerProvider {
   }
 
   /**
-   * The security-groups annotation as group IDs, resolved once per annotation value (kept in
-   * state, like subnets), so a drift check reads nothing more.
+   * The security-groups annotation as group IDs, resolved and checked (other owners' groups, the
+   * tenant policy's restriction) once per annotation value and restriction, kept in state like
+   * subnets, so a drift check reads nothing more. The inputs also carry the version of the
+   * ownership check, so groups resolved before it existed are looked at once more.
    */
   private async frontendSecurityGroups(
     nlb: NlbState,
     options: LoadBalancerOptions,
+    policy: SecurityGroupPolicy | undefined,
   ): Promise<string[] | undefined> {
     const wanted = options.securityGroups;
     if (wanted === undefined) {
       delete nlb.frontendSecurityGroups;
       return undefined;
     }
-    const inputs = wanted.join(',');
+    const restriction = policy === undefined ? null : toJson(policy);
+    const inputs = `${wanted.join(',')}#${stableHash([frontendGroupChecks, restriction])}`;
     if (nlb.frontendSecurityGroups?.inputs === inputs) return nlb.frontendSecurityGroups.ids;
-    const ids = await resolveFrontendSecurityGroups(this.clients.ec2, this.settings.vpcId, wanted);
+    const ids = await resolveFrontendSecurityGroups(
+      this.clients.ec2,
+      this.settings.vpcId,
+      wanted,
+      policy,
+    );
     nlb.frontendSecurityGroups = { inputs, ids };
     return ids;
   }

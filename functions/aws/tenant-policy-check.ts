@@ -5,6 +5,10 @@ import type { Service } from '../core/objects';
 import type { NamespaceDirectory } from '../sync/ports';
 import type { LoadBalancerOptions } from './model/annotations';
 import {
+  restrictsSecurityGroups,
+  type SecurityGroupPolicy,
+} from './model/security-group-admission';
+import {
   listenerCount,
   policyViolations,
   ruleFor,
@@ -26,11 +30,17 @@ export interface TenantDecision {
    * Warning (only DescribeSubnets can tell, so resolveSubnets checks it).
    */
   readonly subnetRoleTagRequiredBy?: string | undefined;
+  /**
+   * Set when the rule restricts security groups (`securityGroups`, `securityGroupTags`): checked
+   * on the groups the security-groups annotation resolves to, with the lookup that resolves them
+   * (an ID or Name tag as written says nothing of which group it is).
+   */
+  readonly securityGroups?: SecurityGroupPolicy | undefined;
 }
 
 /**
  * Applies the tenant policy to one Ensure, before any AWS call: throws a TerminalError naming the
- * rule and every violation. Kubernetes is read only when the policy needs it: the namespace's
+ * rule and every violation (security groups excepted: see TenantDecision.securityGroups). Kubernetes is read only when the policy needs it: the namespace's
  * labels when a rule has a selector, its Services when a maximum applies to a load balancer not
  * yet created.
  */
@@ -65,23 +75,33 @@ export class TenantPolicyEnforcer {
       scheme,
       certificateArns: options.certificateArns,
       eipAllocations: options.eipAllocations,
-      securityGroups: options.securityGroups,
       listeners: listenerCount(service),
+      ipAddressType: options.ipAddressType,
+      loadBalancerAttributes: attributeValues(options),
+      securityGroupPrefixLists: options.securityGroupPrefixLists,
+      loadBalancerName: options.loadBalancerName,
     });
     // Counting costs a list of the namespace's Services: only for a load balancer not created yet.
-    if (problems.length === 0 && !created && applied.rule.maxLoadBalancerServices !== undefined) {
-      const others = await this.namespaces.listServices(namespace);
-      const problem = servicesViolation(
-        applied.rule,
-        servicesAhead(service, others, this.claim),
-        namespace,
-      );
+    // A maximum of 0 refuses without counting.
+    const max = applied.rule.maxLoadBalancerServices;
+    if (problems.length === 0 && !created && max !== undefined) {
+      const ahead =
+        max === 0
+          ? 0
+          : servicesAhead(service, await this.namespaces.listServices(namespace), this.claim);
+      const problem = servicesViolation(applied.rule, ahead, namespace);
       if (problem !== undefined) problems.push(problem);
     }
     if (problems.length > 0) throw tenantPolicyError(applied, problems);
-    return applied.rule.requireSubnetRoleTag === false
-      ? {}
-      : { subnetRoleTagRequiredBy: applied.prefix };
+    const { securityGroups, securityGroupTags } = applied.rule;
+    return {
+      ...(applied.rule.requireSubnetRoleTag === false
+        ? {}
+        : { subnetRoleTagRequiredBy: applied.prefix }),
+      ...(restrictsSecurityGroups(applied.rule)
+        ? { securityGroups: { prefix: applied.prefix, securityGroups, securityGroupTags } }
+        : {}),
+    };
   }
 
   private async namespaceLabels(namespace: string): Promise<Labels> {
@@ -91,4 +111,18 @@ export class TenantPolicyEnforcer {
     this.labels.set(namespace, { labels, at: this.now() });
     return labels;
   }
+}
+
+/**
+ * Every value the Service gives each load balancer attribute: the attributes annotation and the
+ * legacy one-attribute annotations (access-log bucket and prefix), so neither spelling escapes.
+ */
+function attributeValues(options: LoadBalancerOptions): Map<string, string[]> {
+  const values = new Map<string, string[]>();
+  const add = (key: string, value: string) => values.set(key, [...(values.get(key) ?? []), value]);
+  for (const [key, value] of options.loadBalancerAttributes ?? []) add(key, value);
+  for (const [key, { value }] of options.loadBalancerAttributeAliases ?? []) {
+    if (!(values.get(key) ?? []).includes(value)) add(key, value);
+  }
+  return values;
 }

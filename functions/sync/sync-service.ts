@@ -531,7 +531,9 @@ function pendingRecord(
   return {
     ...record,
     ...(changes.snapshot ? { snapshot: serviceSnapshot(changes.snapshot) } : {}),
-    ...(changes.deleting ? { deleting: true } : {}),
+    // A load balancer on its way out (or kept by deletion protection, with no targets) has no
+    // hosts to keep in step: node sync passes it by.
+    ...(changes.deleting ? { deleting: true, hostsHash: undefined } : {}),
     checkpoint: undefined,
     updatedAt: deps.clock.now().toISOString(),
   };

@@ -1,6 +1,12 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../functions/config';
 import { controllerConfigFor, leaseSeconds } from '../../infra/controller-config';
+import { createApp } from '../../infra/app';
 import { settingsFromContext } from '../../infra/settings';
 
 const valid = { clusterName: 'demo', vpcId: 'vpc-0123abcd' };
@@ -60,5 +66,26 @@ describe('the tenantPolicy deployment setting', () => {
     expect(() => settingsFromContext(context({ ...valid, tenantPolicy: large }))).toThrow(
       /tenantPolicy: .*over Lambda's 4096-byte environment limit.*shorten defaultTags or tenantPolicy/,
     );
+  });
+});
+
+describe('a tenant policy that fails open', { timeout: 120_000 }, () => {
+  /** The stack's synth warnings, function bundling skipped. */
+  function synthWarnings(tenantPolicy: unknown) {
+    const app = new App({
+      outdir: mkdtempSync(join(tmpdir(), 'cdk-')),
+      context: { ...valid, tenantPolicy, 'aws:cdk:bundling-stacks': [] },
+    });
+    return Annotations.fromStack(createApp(app).stack).findWarning(
+      '*',
+      Match.stringLikeRegexp('tenantPolicy has rules but no `default`'),
+    );
+  }
+
+  it('is a synth warning when rules exist without a default, naming the deny default', () => {
+    const found = synthWarnings({ rules: policy.rules });
+    expect(found).toHaveLength(1);
+    expect(JSON.stringify(found[0]?.entry.data)).toContain('maxLoadBalancerServices');
+    expect(synthWarnings(policy)).toEqual([]);
   });
 });

@@ -1,4 +1,8 @@
-import { DescribeLoadBalancersCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
+import {
+  DescribeLoadBalancersCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { upstreamFinalizer } from '../../functions/core/claim';
@@ -22,6 +26,19 @@ afterEach(async () => {
 async function loadBalancers(): Promise<number> {
   const found = await world.aws.clients.elbv2.send(new DescribeLoadBalancersCommand({}));
   return found.LoadBalancers?.length ?? 0;
+}
+
+/** Targets registered in every target group of the account's NLBs, by group. */
+async function registeredTargets(): Promise<string[][]> {
+  const groups = await world.aws.clients.elbv2.send(new DescribeTargetGroupsCommand({}));
+  const targets: string[][] = [];
+  for (const group of groups.TargetGroups ?? []) {
+    const health = await world.aws.clients.elbv2.send(
+      new DescribeTargetHealthCommand({ TargetGroupArn: group.TargetGroupArn }),
+    );
+    targets.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? ''));
+  }
+  return targets;
 }
 
 async function warnings(): Promise<string[]> {
@@ -50,6 +67,8 @@ describe('deletion protection end to end (moto + fake API server)', () => {
     const warned = await warnings();
     expect(warned).toHaveLength(1);
     expect(warned[0]).toContain('deletion_protection.enabled=true');
+    // Its node ports go back to Kubernetes: the kept NLB must not route to whoever gets them next.
+    expect(await registeredTargets()).toEqual([[], []]);
     // Terminal: nothing is left in the queue to retry it.
     expect(await world.queueDepth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
 
@@ -68,5 +87,39 @@ describe('deletion protection end to end (moto + fake API server)', () => {
     await expect(
       world.api.readNamespacedService({ name: 'web', namespace: 'default' }),
     ).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('a Service turned ClusterIP keeps its protected NLB with no targets, so its freed node ports reach nobody', async () => {
+    const body = loadBalancerService('web');
+    body.metadata = {
+      ...body.metadata,
+      annotations: { [attributes]: 'deletion_protection.enabled=true' },
+    };
+    await world.api.createNamespacedService({ namespace: 'default', body });
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    const before = await registeredTargets();
+    expect(before.length).toBeGreaterThan(0);
+    expect(before.every((ids) => ids.length === world.aws.hosts.length)).toBe(true);
+
+    await world.api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { spec: { type: 'ClusterIP' } } },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key });
+    await world.drain();
+    expect(await loadBalancers()).toBe(1);
+    expect((await warnings()).join('\n')).toContain('is kept, with no targets');
+    expect(await registeredTargets()).toEqual(before.map(() => []));
+    // A node added meanwhile does not become a target of the kept NLB, nor costs it a call.
+    const warned = (await warnings()).length;
+    world.aws.recorder.reset();
+    await world.addNode();
+    await world.send({ v: 1, kind: 'node', reason: 'node added' });
+    await world.drain();
+    expect(world.aws.recorder.count('DescribeTargetHealth')).toBe(0);
+    expect(world.aws.recorder.count('RegisterTargets')).toBe(0);
+    expect((await warnings()).length).toBe(warned);
+    expect(await registeredTargets()).toEqual(before.map(() => []));
   });
 });

@@ -17,7 +17,7 @@ import {
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { readNlbState, toProviderState } from '../../functions/aws/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
@@ -43,14 +43,23 @@ const ensure = (svc: Service, state?: ProviderState) =>
 let groupCount = 0;
 
 /** A group of the user's, with a Name tag (group names differ: Name tags need not). */
-async function userGroup(name: string, vpcId = nlbWorld.cluster.vpcId): Promise<string> {
+async function userGroup(
+  name: string,
+  vpcId = nlbWorld.cluster.vpcId,
+  tags: Record<string, string> = {},
+): Promise<string> {
   groupCount += 1;
   const created = await ec2.send(
     new CreateSecurityGroupCommand({
       GroupName: `user-group-${groupCount}`,
       Description: 'the user’s own',
       VpcId: vpcId,
-      TagSpecifications: [{ ResourceType: 'security-group', Tags: [{ Key: 'Name', Value: name }] }],
+      TagSpecifications: [
+        {
+          ResourceType: 'security-group',
+          Tags: Object.entries({ Name: name, ...tags }).map(([Key, Value]) => ({ Key, Value })),
+        },
+      ],
     }),
   );
   return created.GroupId ?? '';
@@ -202,6 +211,72 @@ describe('aws-load-balancer-security-groups against moto', () => {
       `security group "${taken}" (${taken}) is one this controller manages for a Service`,
     );
     expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(1);
+  });
+
+  it('refuses groups other owners’ tags claim (EKS, the AWS Load Balancer Controller, a cluster), from the lookup it already makes', async () => {
+    // As EKS tags the cluster security group it creates, and as the AWS Load Balancer
+    // Controller and the legacy cloud provider tag theirs.
+    const eks = await userGroup('eks-cluster-sg-prod-1a2b3c', undefined, {
+      'kubernetes.io/cluster/prod': 'owned',
+      'aws:eks:cluster-name': 'prod',
+    });
+    const lbc = await userGroup('k8s-traffic-prod-0123456789', undefined, {
+      'elbv2.k8s.aws/cluster': 'prod',
+      'elbv2.k8s.aws/resource': 'backend-sg',
+    });
+    await userGroup('k8s-elb-a1b2c3', undefined, {
+      'kubernetes.io/cluster/prod': 'owned',
+      'kubernetes.io/service-name': 'team-b/web',
+    });
+    nlbWorld.cluster.recorder.reset();
+    const error = await ensure(
+      service({ [aws('security-groups')]: `${eks}, ${lbc}, k8s-elb-a1b2c3` }),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TerminalError);
+    const message = (error as TerminalError).message;
+    expect(message).toContain(
+      `security group "${eks}" (${eks}) is owned by EKS (the cluster security group or a managed node group’s) (tag "aws:eks:cluster-name=prod"); name a group of your own`,
+    );
+    expect(message).toContain(
+      `security group "${lbc}" (${lbc}) is owned by the AWS Load Balancer Controller (tag "elbv2.k8s.aws/cluster=prod")`,
+    );
+    expect(message).toContain('security group "k8s-elb-a1b2c3" (sg-');
+    expect(message).toContain('(tag "kubernetes.io/cluster/prod=owned")');
+    // The two lookups that resolve IDs and names, nothing more; nothing created.
+    expect(nlbWorld.cluster.recorder.count('DescribeSecurityGroups')).toBe(2);
+    expect(nlbWorld.cluster.recorder.count('CreateSecurityGroup')).toBe(0);
+    expect(nlbWorld.cluster.recorder.count('CreateLoadBalancer')).toBe(0);
+    expect(await nlbWorld.cluster.ownedResources()).toEqual([]);
+  });
+
+  it('accepts a group lent to the cluster (kubernetes.io/cluster/<name>=shared)', async () => {
+    const lent = await userGroup('platform-lb', undefined, {
+      'kubernetes.io/cluster/prod': 'shared',
+    });
+    const result = await ensure(service({ [aws('security-groups')]: lent }));
+    expect(await loadBalancerGroups(result.state)).toEqual([lent]);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(service(), result.state);
+    expect(await groupExists(lent)).toBe(true);
+  });
+
+  it('checks groups resolved by an earlier release once more, then reads nothing again', async () => {
+    const eks = await userGroup('eks-cluster-sg-prod-1a2b3c', undefined, {
+      'aws:eks:cluster-name': 'prod',
+    });
+    const mine = await userGroup('team-a-lb');
+    const svc = service({ [aws('security-groups')]: mine });
+    const first = await ensure(svc);
+    // The record an earlier release kept: the annotation's text as inputs, the EKS group in it.
+    const record = readNlbState(first.state);
+    record.frontendSecurityGroups = { inputs: eks, ids: [eks] };
+    const earlier = service({ [aws('security-groups')]: eks });
+    const error = await ensure(earlier, toProviderState(record)).catch((e: unknown) => e);
+    expect((error as TerminalError).message).toContain('is owned by EKS');
+    nlbWorld.cluster.recorder.reset();
+    const again = await ensure(svc, first.state);
+    expect(again.changes).toEqual([]);
+    expect(nlbWorld.cluster.recorder.count('DescribeSecurityGroups')).toBe(0);
+    await nlbWorld.provider.ensureLoadBalancerDeleted(svc, again.state);
   });
 
   it('refuses a Name tag that two groups of the VPC carry', async () => {

@@ -1,5 +1,5 @@
-import { CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
-import type { V1Service } from '@kubernetes/client-node';
+import { CreateSecurityGroupCommand, CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadBalancerService } from '../support/kube-objects';
 import { createTaggedSubnet } from '../support/subnets';
@@ -20,7 +20,8 @@ beforeEach(async () => {
           certificateArns: ['arn:aws:acm:*:123456789012:certificate/*'],
           maxLoadBalancerServices: 1,
           maxListeners: 2,
-          securityGroups: ['team-shared-*'],
+          securityGroups: ['team-shared-*', 'sg-0abc*'],
+          securityGroupTags: ['example.com/lb-tenant=team'],
         },
         {
           name: 'private',
@@ -113,19 +114,71 @@ describe('the tenant policy through the runtime (moto + fake API server with the
     expect(served.status?.loadBalancer?.ingress?.[0]?.hostname).toBeTruthy();
   });
 
-  it('refuses security groups the rule does not allow, before any AWS call', async () => {
+  /** A security group in the cluster VPC with a Name tag and other tags; its ID is moto's. */
+  async function group(name: string, tags: Record<string, string> = {}): Promise<string> {
+    const created = await world.account.client(EC2Client).send(
+      new CreateSecurityGroupCommand({
+        GroupName: `group-${name}`,
+        Description: 'a group of the VPC',
+        VpcId: world.aws.vpcId,
+        TagSpecifications: [
+          {
+            ResourceType: 'security-group',
+            Tags: Object.entries({ Name: name, ...tags }).map(([Key, Value]) => ({ Key, Value })),
+          },
+        ],
+      }),
+    );
+    return created.GroupId ?? '';
+  }
+
+  it('matches securityGroups on the resolved groups, not the annotation text, and refuses before anything is created', async () => {
+    // Another team's database group, named so that its Name tag looks like an allowed ID.
+    const database = await group('sg-0abc-team-b-db');
     world.aws.recorder.reset();
     await create(
       'team-d',
-      'own-groups',
-      annotated({ [aws('security-groups')]: 'team-shared-lb, sg-0123456789abcdef0' }),
+      'collision',
+      annotated({ [aws('security-groups')]: 'sg-0abc-team-b-db' }),
     );
     await world.drain();
-    expect(await warnings('team-d', 'own-groups')).toEqual([
-      'Error syncing load balancer: tenant policy (namespace team-d, rule "tenants"): security group "sg-0123456789abcdef0" is not allowed (securityGroups)',
+    expect(await warnings('team-d', 'collision')).toEqual([
+      `Error syncing load balancer: tenant policy (namespace team-d, rule "tenants"): security group "sg-0abc-team-b-db" (${database}) is not allowed (securityGroups, securityGroupTags)`,
     ]);
-    // Not even the lookup of the named groups: the policy decides from the annotation.
-    expect(world.aws.recorder.count('DescribeSecurityGroups')).toBe(0);
+    // The one lookup that resolves the name decides; nothing is created.
+    expect(world.aws.recorder.count('DescribeSecurityGroups')).toBe(1);
+    expect(world.aws.recorder.count('CreateSecurityGroup')).toBe(0);
+    expect(world.aws.recorder.count('CreateLoadBalancer')).toBe(0);
+    expect(await owners()).toEqual([]);
+  });
+
+  it('admits a group by the Name pattern when named by ID, and a group the platform team tagged', async () => {
+    const shared = await group('team-shared-lb');
+    await group('made-by-platform', { 'example.com/lb-tenant': 'team' });
+    const other = await group('team-b-lb');
+    await create('team-e', 'by-id', annotated({ [aws('security-groups')]: shared }));
+    await create('team-f', 'tagged', annotated({ [aws('security-groups')]: 'made-by-platform' }));
+    await create('team-g', 'other', annotated({ [aws('security-groups')]: other }));
+    await world.drain();
+    expect(await warnings('team-e', 'by-id')).toEqual([]);
+    expect(await warnings('team-f', 'tagged')).toEqual([]);
+    expect(await warnings('team-g', 'other')).toEqual([
+      `Error syncing load balancer: tenant policy (namespace team-g, rule "tenants"): security group "${other}" (${other}) is not allowed (securityGroups, securityGroupTags)`,
+    ]);
+    expect(await owners()).toEqual(['team-e/by-id', 'team-f/tagged']);
+  });
+
+  it('refuses an EKS-owned group whatever the rule allows', async () => {
+    const eks = await group('eks-cluster-sg-prod-1a2b3c', {
+      'aws:eks:cluster-name': 'prod',
+      'kubernetes.io/cluster/prod': 'owned',
+      'example.com/lb-tenant': 'team',
+    });
+    await create('team-h', 'cluster-group', annotated({ [aws('security-groups')]: eks }));
+    await world.drain();
+    expect(await warnings('team-h', 'cluster-group')).toEqual([
+      `Error syncing load balancer: annotation service.beta.kubernetes.io/aws-load-balancer-security-groups: security group "${eks}" (${eks}) is owned by EKS (the cluster security group or a managed node group’s) (tag "aws:eks:cluster-name=prod"); name a group of your own`,
+    ]);
     expect(await owners()).toEqual([]);
   });
 
@@ -141,6 +194,35 @@ describe('the tenant policy through the runtime (moto + fake API server with the
       'Error syncing load balancer: tenant policy (namespace team-b, rule "tenants"): namespace team-b already has 1 LoadBalancer Services, the most allowed (maxLoadBalancerServices: 1)',
     ]);
     expect(await owners()).toEqual(['team-b/first', 'team-c/first']);
+  });
+
+  it('counts a load balancer that deletion protection keeps after its Service turned ClusterIP or was deleted', async () => {
+    const protectedLb = annotated({ [aws('attributes')]: 'deletion_protection.enabled=true' });
+    await create('team-e', 'kept', protectedLb);
+    await create('team-f', 'kept', protectedLb);
+    await world.drain();
+    await world.api.patchNamespacedService(
+      { name: 'kept', namespace: 'team-e', body: { spec: { type: 'ClusterIP' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await world.api.deleteNamespacedService({ name: 'kept', namespace: 'team-f' });
+    for (const namespace of ['team-e', 'team-f'])
+      await world.send({ v: 1, kind: 'service', key: `${namespace}/kept` });
+    await world.drain();
+    // Both NLBs are kept, each with its Warning: the Services hold them through our finalizer.
+    for (const namespace of ['team-e', 'team-f'])
+      expect((await warnings(namespace, 'kept')).join()).toContain(
+        'deletion_protection.enabled=true, so load balancer',
+      );
+
+    await create('team-e', 'next');
+    await create('team-f', 'next');
+    await world.drain();
+    for (const namespace of ['team-e', 'team-f'])
+      expect(await warnings(namespace, 'next')).toEqual([
+        `Error syncing load balancer: tenant policy (namespace ${namespace}, rule "tenants"): namespace ${namespace} already has 1 LoadBalancer Services, the most allowed (maxLoadBalancerServices: 1)`,
+      ]);
+    expect(await owners()).toEqual(['team-e/kept', 'team-f/kept']);
   });
 
   it('checks annotated subnets: the cluster VPC and no other cluster always, the role tag under a rule', async () => {

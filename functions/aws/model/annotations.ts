@@ -304,7 +304,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'derived: `k8s-<namespace>-<name>-<hash>`',
     mutability: 'at creation only',
     description:
-      'Name of the NLB when it is created. A change later is ignored: the NLB keeps its name and DNS name. Ownership is still by tags: a name another load balancer already has stops the sync with a Warning naming its holder, and that load balancer is never changed or deleted.',
+      'Name of the NLB when it is created. A change later is ignored: the NLB keeps its name and DNS name. Ownership is still by tags: a name another load balancer already has stops the sync with a Warning naming its holder, and that load balancer is never changed or deleted. Tenant policy: `loadBalancerNames`.',
     apply: (value, o) => {
       if (!isValidElbName(value)) {
         return 'must be 1 to 32 letters, digits and hyphens, neither starting nor ending with a hyphen, and not starting with "internal-"';
@@ -504,7 +504,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'AWS defaults, not reconciled while unset',
     mutability: 'in place',
     description:
-      'Load balancer attributes. Only the keys listed are reconciled: a key removed from the list keeps the value it had. With `deletion_protection.enabled=true` deleting the Service (or dropping its LoadBalancer type) stops with a Warning and keeps the NLB and the finalizer until the annotation is removed or set to `false`. `access_logs.s3.enabled=true` needs `access_logs.s3.bucket`.',
+      'Load balancer attributes. Only the keys listed are reconciled: a key removed from the list keeps the value it had. With `deletion_protection.enabled=true` deleting the Service (or dropping its LoadBalancer type) stops with a Warning and keeps the NLB and the finalizer until the annotation is removed or set to `false`. `access_logs.s3.enabled=true` needs `access_logs.s3.bucket`. Tenant policy: `accessLogBuckets`, `accessLogPrefixes`, `maxSecondaryIpsPerSubnet`; under `internetFacing: false`, `ipv6.deny_all_igw_traffic=false` on a dualstack NLB counts as internet-facing.',
     apply: (value, o) => {
       const attributes = keyValues(value);
       if (typeof attributes === 'string') return attributes;
@@ -849,9 +849,9 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'none: a managed security group per NLB',
     mutability: 'in place',
     description:
-      "The NLB's frontend security groups, attached instead of the managed one (which is detached and deleted). A name matches the `Name` tag, not the group name, and must match exactly one group in the cluster VPC. A group this controller manages for a Service (any Service's) is refused. These groups are never changed or deleted by the controller; source ranges and prefix lists are then ignored, as in aws-load-balancer-controller. The NLB also carries the cluster's backend security group when `manage-backend-security-group-rules` is `true`. Tenant policy: `securityGroups`.",
+      "The NLB's frontend security groups, attached instead of the managed one (which is detached and deleted). A name matches the `Name` tag, not the group name, and must match exactly one group in the cluster VPC. A group another owner's tags claim is refused, since its owner could not delete it while the NLB holds it: this controller's (any Service's or cluster's), EKS's (`aws:eks:*`, `eks:*`: the cluster security group), the AWS Load Balancer Controller's (`elbv2.k8s.aws/*`, `ingress.k8s.aws/*`, `service.k8s.aws/*`) and a cluster's (`kubernetes.io/cluster/<name>=owned`, `KubernetesCluster`, Cluster API's). These groups are never changed or deleted by the controller; source ranges and prefix lists are then ignored, as in aws-load-balancer-controller. The NLB also carries the cluster's backend security group when `manage-backend-security-group-rules` is `true`. Tenant policy: `securityGroups` and `securityGroupTags`, matched on the groups the values resolve to, not on the values as written.",
     compared: {
-      albc: 'same',
+      albc: "differs: a group another owner's tags claim (the EKS cluster security group, another controller's) is refused here and attached there; for the nodes' rules set manage-backend-security-group-rules",
       cloudProviderAws:
         'differs: cloud-provider-aws takes it only with NLBSecurityGroupMode=Managed, and keeps node rules CIDR-based',
     },
@@ -891,7 +891,7 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
     default: 'none',
     mutability: 'in place',
     description:
-      "Managed prefix lists allowed in on every listener port of the managed security group, beside the source ranges. Without source ranges the default `0.0.0.0/0` is then left out, as in aws-load-balancer-controller. Ignored with `security-groups`. AWS counts each prefix list as its maximum number of entries against the group's rule quota; the controller counts it as one rule per port.",
+      "Managed prefix lists allowed in on every listener port of the managed security group, beside the source ranges. Without source ranges the default `0.0.0.0/0` is then left out, as in aws-load-balancer-controller. Ignored with `security-groups`. AWS counts each prefix list as its maximum number of entries against the group's rule quota; the controller counts it as one rule per port. Tenant policy: `securityGroupPrefixLists`.",
     compared: {
       albc: 'same',
       cloudProviderAws: 'not supported: cloud-provider-aws has no prefix list annotation',
@@ -925,11 +925,11 @@ export const annotationRegistry: readonly AnnotationDefinition[] = [
   {
     name: targetNodeLabelsAnnotation,
     compared: {
-      albc: 'same',
+      albc: 'differs: at most 10 labels and 4,096 characters here (node sync is shared by every namespace), none there',
       cloudProviderAws:
         'differs: a key without a value (`key` or `key=`) matches any value of that label there; here `key` alone is an error and `key=` matches only an empty value',
     },
-    values: 'comma-separated `key=value` node labels',
+    values: 'comma-separated `key=value` node labels: at most 10, 4,096 characters',
     default: 'every eligible node',
     mutability: 'in place',
     description:

@@ -3,7 +3,7 @@
  * Service, its parsed annotations and configuration alone, before any AWS call. Pure; the lookups it
  * needs (namespace labels, the namespace's other Services) are done by functions/aws/tenant-policy-check.ts.
  */
-import { wantsLoadBalancer, type ClaimPolicy } from '../../core/claim';
+import { needsCleanup, wantsLoadBalancer, type ClaimPolicy } from '../../core/claim';
 import { quoted, joinProblems } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import {
@@ -13,7 +13,7 @@ import {
   type Labels,
 } from '../../core/namespace-selector';
 import { isBeingDeleted, type Service } from '../../core/objects';
-import type { Scheme } from './types';
+import type { IpAddressType, Scheme } from './types';
 
 /**
  * One rule. It applies to a namespace that matches every selector it gives (`namespaces` and
@@ -32,11 +32,22 @@ export interface TenantRule {
   /** Elastic IP allocation ID patterns (`eipalloc-…`, `*` allowed). */
   readonly eipAllocations?: readonly string[] | undefined;
   /**
-   * Patterns for the security-groups annotation's values as written: group IDs (`sg-0ab*`) or
-   * Name tags (`team-a-*`). A name pattern trusts whoever may set Name tags in the VPC.
+   * Patterns the groups the security-groups annotation resolves to must match: one starting with
+   * `sg-` the group ID (`sg-0ab*`), any other the group's Name tag (`team-a-*`), whether the
+   * annotation named the group by ID or by Name tag. A Name pattern trusts whoever may set Name
+   * tags in the VPC. Checked where the groups are resolved (functions/aws/frontend-security-groups.ts).
    */
   readonly securityGroups?: readonly string[] | undefined;
-  /** LoadBalancer Services this controller serves in one namespace. */
+  /**
+   * `key=value` tags (`*` in the value) that also admit a resolved group: one match is enough.
+   * With `securityGroups`, a group either admits is allowed; either key alone restricts.
+   */
+  readonly securityGroupTags?: readonly string[] | undefined;
+  /**
+   * Services of one namespace that hold, or wait for, a load balancer of this controller: the
+   * LoadBalancer Services of its class, and every Service still carrying its finalizer (a load
+   * balancer kept by deletion protection after a type change or a delete). 0: none at all.
+   */
   readonly maxLoadBalancerServices?: number | undefined;
   /** Listeners (distinct Service port numbers) of one load balancer. */
   readonly maxListeners?: number | undefined;
@@ -45,6 +56,25 @@ export interface TenantRule {
    * `kubernetes.io/role/internal-elb`), as discovered ones do. Default true wherever a rule applies.
    */
   readonly requireSubnetRoleTag?: boolean | undefined;
+  /** Patterns the security-group-prefix-lists IDs must match (`pl-0ab*`); `[]`: none. */
+  readonly securityGroupPrefixLists?: readonly string[] | undefined;
+  /**
+   * Patterns the access-log bucket (`access_logs.s3.bucket`, or its legacy annotation) must
+   * match; `{namespace}` stands for the Service's namespace. `[]`: no access logs to any bucket.
+   */
+  readonly accessLogBuckets?: readonly string[] | undefined;
+  /**
+   * Patterns the access-log prefix must match, `""` when none is given with a bucket (the root
+   * of the bucket); `{namespace}` stands for the Service's namespace.
+   */
+  readonly accessLogPrefixes?: readonly string[] | undefined;
+  /**
+   * Patterns the name annotation's value must match; `{namespace}` stands for the Service's
+   * namespace. `[]`: derived names only. Names left to the controller are always allowed.
+   */
+  readonly loadBalancerNames?: readonly string[] | undefined;
+  /** The most `secondary_ips.auto_assigned.per_subnet` may ask for (0–7). */
+  readonly maxSecondaryIpsPerSubnet?: number | undefined;
 }
 
 /** Rules in order: the first that matches a namespace applies, else `default`, else none. */
@@ -66,9 +96,18 @@ export interface TenantRequest {
   readonly scheme: Scheme;
   readonly certificateArns: readonly string[];
   readonly eipAllocations?: readonly string[] | undefined;
-  /** The security-groups annotation's IDs and Name tags. */
-  readonly securityGroups?: readonly string[] | undefined;
   readonly listeners: number;
+  /** From the ip-address-type annotation; undefined is `ipv4`. */
+  readonly ipAddressType?: IpAddressType | undefined;
+  /**
+   * Every value the Service gives each load balancer attribute, from the attributes annotation
+   * and the legacy one-attribute annotations (two that disagree are refused later anyway).
+   */
+  readonly loadBalancerAttributes?: ReadonlyMap<string, readonly string[]> | undefined;
+  /** The security-group-prefix-lists annotation's IDs. */
+  readonly securityGroupPrefixLists?: readonly string[] | undefined;
+  /** The name annotation's value: undefined when the controller derives the name. */
+  readonly loadBalancerName?: string | undefined;
 }
 
 /** Whether a rule needs the namespace's labels to decide (a selector): a Kubernetes read. */
@@ -103,6 +142,10 @@ export function policyViolations(rule: TenantRule, request: TenantRequest): stri
   const problems: string[] = [];
   if (rule.internetFacing === false && request.scheme === 'internet-facing') {
     problems.push('internet-facing load balancers are not allowed (internetFacing: false)');
+  } else if (rule.internetFacing === false && ipv6ThroughInternetGateway(request)) {
+    problems.push(
+      'an internal dualstack load balancer with ipv6.deny_all_igw_traffic=false is reachable from the internet over IPv6 through an internet gateway, so it counts as internet-facing, which is not allowed (internetFacing: false)',
+    );
   }
   if (rule.maxListeners !== undefined && request.listeners > rule.maxListeners) {
     problems.push(
@@ -123,14 +166,80 @@ export function policyViolations(rule: TenantRule, request: TenantRequest): stri
         problems.push(`Elastic IP allocation ${quoted(id)} is not allowed (eipAllocations)`);
     }
   }
-  const groups = rule.securityGroups;
-  if (groups !== undefined) {
-    for (const group of request.securityGroups ?? []) {
-      if (!groups.some((pattern) => wildcardMatches(pattern, group)))
-        problems.push(`security group ${quoted(group)} is not allowed (securityGroups)`);
+  // securityGroups and securityGroupTags: on the resolved groups, not the annotation's text
+  // (model/security-group-admission.ts, applied by functions/aws/frontend-security-groups.ts).
+  problems.push(...extraViolations(rule, request));
+  return problems;
+}
+
+/** Prefix lists, access logs, names and secondary IPs (issue 32, finding 6). */
+function extraViolations(rule: TenantRule, request: TenantRequest): string[] {
+  const problems: string[] = [];
+  const allowed = (patterns: readonly string[], value: string) =>
+    patterns.some((pattern) => wildcardMatches(withNamespace(pattern, request.namespace), value));
+  const prefixLists = rule.securityGroupPrefixLists;
+  if (prefixLists !== undefined) {
+    for (const id of request.securityGroupPrefixLists ?? []) {
+      if (!allowed(prefixLists, id))
+        problems.push(`prefix list ${quoted(id)} is not allowed (securityGroupPrefixLists)`);
+    }
+  }
+  const attributes = request.loadBalancerAttributes ?? new Map<string, readonly string[]>();
+  const buckets = attributes.get('access_logs.s3.bucket') ?? [];
+  if (rule.accessLogBuckets !== undefined) {
+    for (const bucket of buckets) {
+      if (!allowed(rule.accessLogBuckets, bucket))
+        problems.push(`access log bucket ${quoted(bucket)} is not allowed (accessLogBuckets)`);
+    }
+  }
+  if (rule.accessLogPrefixes !== undefined) {
+    const given = attributes.get('access_logs.s3.prefix') ?? [];
+    const logging =
+      buckets.length > 0 || attributes.get('access_logs.s3.enabled')?.includes('true');
+    // A bucket without a prefix: the logs go to the root of the bucket, outside every namespace's prefix.
+    const prefixes = given.length > 0 ? given : logging === true ? [''] : [];
+    for (const prefix of prefixes) {
+      if (!allowed(rule.accessLogPrefixes, prefix))
+        problems.push(
+          prefix === ''
+            ? 'access log prefix "" (none: the root of the bucket) is not allowed (accessLogPrefixes)'
+            : `access log prefix ${quoted(prefix)} is not allowed (accessLogPrefixes)`,
+        );
+    }
+  }
+  const name = request.loadBalancerName;
+  if (rule.loadBalancerNames !== undefined && name !== undefined) {
+    if (!allowed(rule.loadBalancerNames, name))
+      problems.push(`load balancer name ${quoted(name)} is not allowed (loadBalancerNames)`);
+  }
+  const maxSecondary = rule.maxSecondaryIpsPerSubnet;
+  if (maxSecondary !== undefined) {
+    for (const value of attributes.get('secondary_ips.auto_assigned.per_subnet') ?? []) {
+      const count = Number(value);
+      if (Number.isInteger(count) && count > maxSecondary)
+        problems.push(
+          `${count} secondary IP addresses per subnet, more than the ${maxSecondary} allowed (maxSecondaryIpsPerSubnet)`,
+        );
     }
   }
   return problems;
+}
+
+/**
+ * Whether an internal load balancer still takes IPv6 traffic from an internet gateway: dualstack
+ * with `ipv6.deny_all_igw_traffic=false`. Unset, AWS makes it `true` on internal load balancers
+ * (ELBv2 API reference, LoadBalancerAttribute), so only an explicit `false` opens it.
+ */
+export function ipv6ThroughInternetGateway(request: TenantRequest): boolean {
+  return (
+    request.ipAddressType === 'dualstack' &&
+    (request.loadBalancerAttributes?.get('ipv6.deny_all_igw_traffic') ?? []).includes('false')
+  );
+}
+
+/** `{namespace}` in a pattern stands for the Service's namespace (a DNS label: no `*` in it). */
+export function withNamespace(pattern: string, namespace: string): string {
+  return pattern.split('{namespace}').join(namespace);
 }
 
 /**
@@ -153,10 +262,12 @@ export function listenerCount(service: Service): number {
 }
 
 /**
- * How many of the namespace's other LoadBalancer Services of ours come before `service` for the
- * `maxLoadBalancerServices` places: those already served (they have an address), then the older
- * ones (creation time, then name). A deterministic order, so a burst of creations admits exactly
- * the allowed number whatever order the syncs run in.
+ * How many of the namespace's other Services come before `service` for the
+ * `maxLoadBalancerServices` places: every Service that still holds a load balancer of ours while
+ * deleted or no longer a LoadBalancer of ours (it carries our finalizer: deletion protection keeps
+ * its NLB), then, among LoadBalancer Services of ours not being deleted, those already served
+ * (they have an address) and the older ones (creation time, then name). A deterministic order, so
+ * a burst of creations admits exactly the allowed number whatever order the syncs run in.
  */
 export function servicesAhead(
   service: Service,
@@ -165,18 +276,23 @@ export function servicesAhead(
 ): number {
   const uid = service.metadata?.uid;
   const mine = order(service);
-  return namespaceServices.filter(
-    (other) =>
-      other.metadata?.uid !== uid &&
+  return namespaceServices.filter((other) => {
+    if (other.metadata?.uid === uid) return false;
+    // Converted or being deleted, with our finalizer: its load balancer may be kept (issue 32).
+    if (needsCleanup(other, claim)) return true;
+    return (
       wantsLoadBalancer(other, claim) &&
       !isBeingDeleted(other) &&
-      ((other.status?.loadBalancer?.ingress?.length ?? 0) > 0 || order(other) < mine),
-  ).length;
+      ((other.status?.loadBalancer?.ingress?.length ?? 0) > 0 || order(other) < mine)
+    );
+  }).length;
 }
 
 export function servicesViolation(rule: TenantRule, ahead: number, namespace: string) {
   const max = rule.maxLoadBalancerServices;
-  if (max === undefined || ahead < max) return undefined;
+  if (max === undefined || (ahead < max && max > 0)) return undefined;
+  if (max === 0)
+    return `LoadBalancer Services are not allowed in namespace ${namespace} (maxLoadBalancerServices: 0)`;
   return `namespace ${namespace} already has ${ahead} LoadBalancer Services, the most allowed (maxLoadBalancerServices: ${max})`;
 }
 
@@ -202,6 +318,16 @@ export const patternSyntax = {
   certificateArn:
     /^arn:(aws[a-z-]*|\*):(acm|iam|\*):[a-z0-9*-]*:(\d{12}|\*|):[A-Za-z0-9*/_+=.,@-]+$/,
   eipAllocation: /^eipalloc-[0-9a-f*]{1,17}$/,
-  // A Name tag value: up to 255 printable characters (no commas, which split the annotation).
-  securityGroup: /^[\x20-\x2b\x2d-\x7e]{1,255}$/,
+  // A group ID pattern (`sg-` then hex or `*`: it matches the ID), or a Name tag pattern: up to 255
+  // printable characters not starting with `sg-` (no commas, which split the annotation).
+  securityGroup: /^(?:sg-[0-9a-f*]{1,17}|(?!sg-)[\x20-\x2b\x2d-\x7e]{1,255})$/,
+  // key=value: a tag key (no "=") and a value pattern, printable, at most AWS's 128 and 256.
+  securityGroupTag: /^[\x20-\x3c\x3e-\x7e]{1,128}=[\x20-\x7e]{0,256}$/,
+  prefixList: /^pl-[0-9a-f*]{1,17}$/,
+  // S3 bucket characters, `*` and `{namespace}`.
+  accessLogBucket: /^(?:[a-z0-9.*-]|\{namespace\}){1,255}$/,
+  // What the prefix attribute accepts (no commas, which split the annotation); "" is the root.
+  accessLogPrefix: /^[\x20-\x2b\x2d-\x7e]{0,1024}$/,
+  // Load balancer name characters, `*` and `{namespace}`.
+  loadBalancerName: /^(?:[A-Za-z0-9*-]|\{namespace\}){1,255}$/,
 } as const;

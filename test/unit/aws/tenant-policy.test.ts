@@ -63,6 +63,10 @@ describe('ruleFor: first matching rule wins, else the default', () => {
   });
 });
 
+/** Load balancer attributes as the request carries them: every value given for each key. */
+const attrs = (values: Record<string, string>): ReadonlyMap<string, readonly string[]> =>
+  new Map(Object.entries(values).map(([key, value]) => [key, [value]]));
+
 const request = (overrides: Partial<TenantRequest> = {}): TenantRequest => ({
   namespace: 'team-a',
   scheme: 'internal',
@@ -129,22 +133,136 @@ describe('policyViolations', () => {
       { scheme: 'internet-facing', eipAllocations: ['eipalloc-0aaa1111', 'eipalloc-0bbb2222'] },
       ['Elastic IP allocation "eipalloc-0bbb2222" is not allowed (eipAllocations)'],
     ],
+    // securityGroups is checked on the resolved groups: security-group-admission.test.ts.
+    ['security groups are not decided from the annotation', { securityGroups: [] }, {}, []],
     [
-      'security groups by ID and Name tag pattern allowed',
-      { securityGroups: ['sg-0aaa*', 'team-a-*'] },
-      { securityGroups: ['sg-0aaa1111', 'team-a-lb'] },
+      'internal dualstack that lets IPv6 in through an internet gateway counts as internet-facing',
+      { internetFacing: false },
+      {
+        ipAddressType: 'dualstack',
+        loadBalancerAttributes: attrs({ 'ipv6.deny_all_igw_traffic': 'false' }),
+      },
+      [
+        'an internal dualstack load balancer with ipv6.deny_all_igw_traffic=false is reachable from the internet over IPv6 through an internet gateway, so it counts as internet-facing, which is not allowed (internetFacing: false)',
+      ],
+    ],
+    [
+      'internal dualstack that keeps the internet gateway out (AWS default for internal)',
+      { internetFacing: false },
+      { ipAddressType: 'dualstack' },
       [],
     ],
     [
-      'security group not allowed',
-      { securityGroups: ['team-a-*'] },
-      { securityGroups: ['team-a-lb', 'sg-0bbb2222', 'team-b-lb'] },
+      'internal dualstack with the internet gateway denied explicitly',
+      { internetFacing: false },
+      {
+        ipAddressType: 'dualstack',
+        loadBalancerAttributes: attrs({ 'ipv6.deny_all_igw_traffic': 'true' }),
+      },
+      [],
+    ],
+    [
+      'internal dualstack open to the internet gateway where the rule allows internet-facing',
+      {},
+      {
+        ipAddressType: 'dualstack',
+        loadBalancerAttributes: attrs({ 'ipv6.deny_all_igw_traffic': 'false' }),
+      },
+      [],
+    ],
+    [
+      'prefix lists allowed',
+      { securityGroupPrefixLists: ['pl-0aaa*'] },
+      { securityGroupPrefixLists: ['pl-0aaa1111'] },
+      [],
+    ],
+    [
+      'prefix list not allowed',
+      { securityGroupPrefixLists: ['pl-0aaa*'] },
+      { securityGroupPrefixLists: ['pl-0aaa1111', 'pl-0bbb2222'] },
+      ['prefix list "pl-0bbb2222" is not allowed (securityGroupPrefixLists)'],
+    ],
+    [
+      'no prefix list allowed at all',
+      { securityGroupPrefixLists: [] },
+      { securityGroupPrefixLists: ['pl-0aaa1111'] },
+      ['prefix list "pl-0aaa1111" is not allowed (securityGroupPrefixLists)'],
+    ],
+    [
+      'access log bucket and prefix allowed, with the namespace in the patterns',
+      {
+        accessLogBuckets: ['logs-{namespace}', 'shared-logs'],
+        accessLogPrefixes: ['{namespace}/*'],
+      },
+      {
+        loadBalancerAttributes: attrs({
+          'access_logs.s3.enabled': 'true',
+          'access_logs.s3.bucket': 'logs-team-a',
+          'access_logs.s3.prefix': 'team-a/lb',
+        }),
+      },
+      [],
+    ],
+    [
+      "access logs into another namespace's bucket and prefix",
+      { accessLogBuckets: ['logs-{namespace}'], accessLogPrefixes: ['{namespace}/*'] },
+      {
+        loadBalancerAttributes: attrs({
+          'access_logs.s3.bucket': 'logs-team-b',
+          'access_logs.s3.prefix': 'team-b/lb',
+        }),
+      },
       [
-        'security group "sg-0bbb2222" is not allowed (securityGroups)',
-        'security group "team-b-lb" is not allowed (securityGroups)',
+        'access log bucket "logs-team-b" is not allowed (accessLogBuckets)',
+        'access log prefix "team-b/lb" is not allowed (accessLogPrefixes)',
       ],
     ],
-    ['no security group annotation', { securityGroups: [] }, {}, []],
+    [
+      'access logs at the root of the bucket when a prefix is required',
+      { accessLogPrefixes: ['{namespace}/*'] },
+      { loadBalancerAttributes: attrs({ 'access_logs.s3.bucket': 'shared-logs' }) },
+      ['access log prefix "" (none: the root of the bucket) is not allowed (accessLogPrefixes)'],
+    ],
+    [
+      'access logs from a legacy annotation are checked too',
+      { accessLogBuckets: [] },
+      { loadBalancerAttributes: new Map([['access_logs.s3.bucket', ['logs-a', 'logs-b']]]) },
+      [
+        'access log bucket "logs-a" is not allowed (accessLogBuckets)',
+        'access log bucket "logs-b" is not allowed (accessLogBuckets)',
+      ],
+    ],
+    [
+      'custom load balancer name within the namespace',
+      { loadBalancerNames: ['{namespace}-*'] },
+      { loadBalancerName: 'team-a-web' },
+      [],
+    ],
+    [
+      "custom load balancer name in another namespace's space",
+      { loadBalancerNames: ['{namespace}-*'] },
+      { loadBalancerName: 'team-b-web' },
+      ['load balancer name "team-b-web" is not allowed (loadBalancerNames)'],
+    ],
+    [
+      'no custom load balancer name allowed',
+      { loadBalancerNames: [] },
+      { loadBalancerName: 'payments' },
+      ['load balancer name "payments" is not allowed (loadBalancerNames)'],
+    ],
+    ['derived names are always allowed', { loadBalancerNames: [] }, {}, []],
+    [
+      'secondary IPs per subnet at the maximum',
+      { maxSecondaryIpsPerSubnet: 2 },
+      { loadBalancerAttributes: attrs({ 'secondary_ips.auto_assigned.per_subnet': '2' }) },
+      [],
+    ],
+    [
+      'secondary IPs per subnet over the maximum',
+      { maxSecondaryIpsPerSubnet: 2 },
+      { loadBalancerAttributes: attrs({ 'secondary_ips.auto_assigned.per_subnet': '7' }) },
+      ['7 secondary IP addresses per subnet, more than the 2 allowed (maxSecondaryIpsPerSubnet)'],
+    ],
     [
       'every problem at once',
       { internetFacing: false, maxListeners: 1, eipAllocations: [] },
@@ -288,6 +406,39 @@ describe('maxLoadBalancerServices: who comes first', () => {
     expect(servicesAhead(c, all, defaultClaimPolicy)).toBe(2);
   });
 
+  it('counts every Service that still holds a load balancer of ours: kept after a type change, being deleted, whatever its age', () => {
+    const finalizer = { finalizers: ['serverless-service-controller.io/load-balancer-cleanup'] };
+    const converted: Service = {
+      metadata: {
+        name: 'converted',
+        namespace: 'team-a',
+        uid: 'uid-converted',
+        creationTimestamp: '2027-01-01T00:00:00Z',
+        ...finalizer,
+      },
+      spec: { type: 'ClusterIP' },
+    };
+    const protectedLeaving = lb('protected', '2027-01-01T00:00:00Z', {
+      metadata: {
+        name: 'protected',
+        uid: 'uid-protected',
+        creationTimestamp: '2027-01-01T00:00:00Z',
+        deletionTimestamp: '2027-02-01T00:00:00Z',
+        ...finalizer,
+      },
+    });
+    // Younger than b and not served: only the load balancer they keep puts them ahead.
+    expect(servicesAhead(b, [b, converted], defaultClaimPolicy)).toBe(1);
+    expect(servicesAhead(b, [b, protectedLeaving], defaultClaimPolicy)).toBe(1);
+    expect(servicesAhead(b, [a, b, c, converted, protectedLeaving], defaultClaimPolicy)).toBe(3);
+    // Another controller's finalizer on a ClusterIP Service holds nothing of ours.
+    const foreign: Service = {
+      ...converted,
+      metadata: { ...converted.metadata, uid: 'uid-foreign', finalizers: ['example.com/other'] },
+    };
+    expect(servicesAhead(b, [b, foreign], defaultClaimPolicy)).toBe(0);
+  });
+
   it('puts a served Service ahead even when it is younger, so a tie in time cannot admit one too many', () => {
     const youngServed = lb('z', '2026-01-01T00:00:05Z', served);
     expect(servicesAhead(b, [b, youngServed], defaultClaimPolicy)).toBe(1);
@@ -323,6 +474,12 @@ describe('maxLoadBalancerServices: who comes first', () => {
     );
     expect(servicesViolation({ maxLoadBalancerServices: 2 }, 1, 'team-a')).toBeUndefined();
     expect(servicesViolation({}, 1000, 'team-a')).toBeUndefined();
+  });
+
+  it('says plainly that a maximum of 0 allows no LoadBalancer Service at all', () => {
+    expect(servicesViolation({ maxLoadBalancerServices: 0 }, 0, 'team-a')).toBe(
+      'LoadBalancer Services are not allowed in namespace team-a (maxLoadBalancerServices: 0)',
+    );
   });
 });
 

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, parseConfig } from '../../../functions/config';
+import { createRuntime } from '../../../functions/runtime/wiring';
+import { tenantPolicyWarnings } from '../../../functions/tenant-policy-config';
+import { RecordingLog, RecordingMetrics } from '../../support/runtime-world';
 
 const base = {
   clusterName: 'prod-eu',
@@ -106,8 +109,115 @@ describe('the tenantPolicy setting', () => {
       { default: { maxListeners: 51 } },
       /tenantPolicy\.default\.maxListeners: /,
     ],
+    [
+      'a security group pattern starting with sg- that is no ID pattern',
+      { default: { securityGroups: ['sg-team-*'] } },
+      /securityGroups\.0: .*security group ID pattern .* not starting with sg-/,
+    ],
+    [
+      'a security group tag without "="',
+      { default: { securityGroupTags: ['team'] } },
+      /securityGroupTags\.0: .*key=value/,
+    ],
+    [
+      'a bad prefix list pattern',
+      { default: { securityGroupPrefixLists: ['sg-0123'] } },
+      /securityGroupPrefixLists\.0: .*managed prefix list ID/,
+    ],
+    [
+      'a bucket pattern with characters S3 does not allow',
+      { default: { accessLogBuckets: ['Logs_{namespace}'] } },
+      /accessLogBuckets\.0: .*S3 bucket name pattern/,
+    ],
+    [
+      'a prefix pattern with a comma',
+      { default: { accessLogPrefixes: ['a,b'] } },
+      /accessLogPrefixes\.0: .*access log prefix pattern/,
+    ],
+    [
+      'a name pattern with characters a load balancer name cannot have',
+      { default: { loadBalancerNames: ['{namespace}_*'] } },
+      /loadBalancerNames\.0: .*load balancer name pattern/,
+    ],
+    [
+      'more secondary IPs than AWS allows',
+      { default: { maxSecondaryIpsPerSubnet: 8 } },
+      /tenantPolicy\.default\.maxSecondaryIpsPerSubnet: /,
+    ],
   ])('names %s', (_, policy, expected) => {
     const found = problems(policy);
     expect(found.join('\n')).toMatch(expected);
+  });
+});
+
+describe('a policy that fails open', () => {
+  const rulesOnly = { rules: [{ namespaces: ['team-*'], internetFacing: false }] };
+
+  it('is accepted, and the new restrictions with it', () => {
+    const config = parseConfig({
+      ...base,
+      tenantPolicy: {
+        rules: [
+          {
+            namespaces: ['team-*'],
+            securityGroupPrefixLists: ['pl-0aaa*'],
+            accessLogBuckets: ['logs-{namespace}'],
+            accessLogPrefixes: ['{namespace}/*', ''],
+            loadBalancerNames: ['{namespace}-*'],
+            maxSecondaryIpsPerSubnet: 1,
+          },
+        ],
+        default: { maxLoadBalancerServices: 0 },
+      },
+    });
+    expect(config.tenantPolicy?.rules[0]?.loadBalancerNames).toEqual(['{namespace}-*']);
+  });
+
+  it('accepts security group ID and Name patterns and tags (issue 32, finding 5)', () => {
+    const config = parseConfig({
+      ...base,
+      tenantPolicy: {
+        rules: [
+          {
+            namespaces: ['team-*'],
+            securityGroups: ['sg-0aaa*', 'sg-*', 'team-a-*', 'shared lb'],
+            securityGroupTags: ['example.com/lb-tenant=team-a', 'team=*', 'empty='],
+          },
+        ],
+        default: {},
+      },
+    });
+    expect(config.tenantPolicy?.rules[0]?.securityGroupTags).toHaveLength(3);
+  });
+
+  it('is warned about when rules exist without a default, and only then', () => {
+    const [warning, ...more] = tenantPolicyWarnings(
+      parseConfig({ ...base, tenantPolicy: rulesOnly }).tenantPolicy,
+    );
+    expect(more).toEqual([]);
+    expect(warning).toMatch(
+      /tenantPolicy has rules but no `default`: every namespace that matches no rule .* has no restrictions at all/,
+    );
+    expect(warning).toContain('"default": { "maxLoadBalancerServices": 0 }');
+    expect(tenantPolicyWarnings(undefined)).toEqual([]);
+    expect(tenantPolicyWarnings({ rules: [] })).toEqual([]);
+    expect(tenantPolicyWarnings({ ...rulesOnly, default: { maxLoadBalancerServices: 0 } })).toEqual(
+      [],
+    );
+  });
+
+  it('is warned about in the log when the functions read their configuration', () => {
+    const log = new RecordingLog();
+    const options = { log, metrics: new RecordingMetrics() };
+    createRuntime(parseConfig({ ...base, tenantPolicy: rulesOnly }), options);
+    expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual(
+      tenantPolicyWarnings(rulesOnly),
+    );
+    const quiet = new RecordingLog();
+    createRuntime(parseConfig({ ...base, tenantPolicy: { ...rulesOnly, default: {} } }), {
+      ...options,
+      log: quiet,
+    });
+    expect(quiet.lines).toEqual([]);
   });
 });
