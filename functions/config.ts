@@ -43,18 +43,25 @@ const kubernetes = z.discriminatedUnion('mode', [
     /** The EKS cluster name (what the token's x-k8s-aws-id carries). */
     clusterName: nonEmpty,
     /** With the CA below; when either is absent both are read once per instance (eks:DescribeCluster). */
-    endpoint: z.optional(url),
+    endpoint: z.optional(z.url({ protocol: /^https$/, error: 'an https URL' })),
     /** Base64 PEM of the cluster CA, as `aws eks describe-cluster` prints it. */
     certificateAuthorityData: z.optional(nonEmpty),
   }),
   z.strictObject({
     mode: z.literal('secret'),
     secretArn: matching(/^arn:aws[a-z-]*:secretsmanager:/),
+    /**
+     * Accept a kubeconfig whose server is plain HTTP or that sets insecure-skip-tls-verify (with a
+     * Warning in the logs); refused when absent (docs/tenant-safety.md#cluster-credentials).
+     */
+    allowInsecureConnection: z.optional(z.boolean()),
   }),
   z.strictObject({
     mode: z.literal('kubeconfig'),
     /** Path of a kubeconfig file; the default loading rules when absent. */
     path: z.optional(nonEmpty),
+    /** As for `secret`; a server on this machine (the embedded fake API server) needs none. */
+    allowInsecureConnection: z.optional(z.boolean()),
   }),
 ]);
 

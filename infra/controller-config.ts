@@ -63,7 +63,13 @@ export function controllerConfigFor(
     },
     kubernetes:
       settings.kubernetesSecretArn !== undefined
-        ? { mode: 'secret', secretArn: settings.kubernetesSecretArn }
+        ? {
+            mode: 'secret',
+            secretArn: settings.kubernetesSecretArn,
+            ...(settings.kubernetesAllowInsecureConnection
+              ? { allowInsecureConnection: true }
+              : {}),
+          }
         : {
             mode: 'eks',
             clusterName: settings.clusterName,

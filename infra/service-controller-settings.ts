@@ -23,6 +23,7 @@ const deployTimeStandIns: Readonly<Record<string, string>> = {
   oidcProviderArn: 'arn:aws:iam::000000000000:oidc-provider/deploy-time',
   oidcIssuer: `https://oidc.eks.ap-southeast-4.amazonaws.com/id/${'A'.repeat(32)}`,
   alarmTopicArn: 'arn:aws:sns:us-east-1:000000000000:deploy-time',
+  queueSenderArns: 'arn:aws:iam::000000000000:role/deploy-time',
 };
 
 /** The given settings, completed from the cluster where one is given (explicit values win). */

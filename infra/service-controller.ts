@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import {
   Peer,
@@ -18,6 +18,7 @@ import { CfnAccessEntry, CfnPodIdentityAssociation, type ICluster } from 'aws-cd
 import { EventBus, Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import {
+  AnyPrincipal,
   Effect,
   ManagedPolicy,
   PolicyStatement,
@@ -39,6 +40,7 @@ import {
 import { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
 import { resendAfterReceives } from '../functions/runtime/process-work';
+import { tenantPolicyWarnings } from '../functions/tenant-policy-config';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
 import { lambdaBundle, lambdaBundleHooks } from './lambda-bundling';
@@ -113,6 +115,13 @@ export class ServiceController extends Construct {
     const stack = Stack.of(this);
     const settings = validatedConstructSettings(settingsWithClusterDefaults(props, props.cluster));
     this.settings = settings;
+    // Valid, but fails open: said at every synth (cdk synth prints warnings; --strict fails on them).
+    for (const warning of tenantPolicyWarnings(settings.tenantPolicy)) {
+      Annotations.of(this).addWarningV2(
+        'serverless-service-controller:tenantPolicyWithoutDefault',
+        warning,
+      );
+    }
 
     const deadLetters = new Queue(this, 'DeadLetterQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -350,6 +359,15 @@ export class ServiceController extends Construct {
         statements: [sendOnly],
       });
       new CfnOutput(this, 'ForwarderPolicyArn', { value: policy.managedPolicyArn });
+    }
+    if (settings.restrictQueueSenders) {
+      this.restrictQueueSenders(functionsRole, forwarderRole, settings.queueSenderArns);
+    }
+    if (settings.kubernetesAllowInsecureConnection) {
+      Annotations.of(this).addWarningV2(
+        'serverless-service-controller:kubernetesAllowInsecureConnection',
+        'kubernetesAllowInsecureConnection: the functions accept a kubeconfig whose server is plain HTTP or whose certificate is not verified; the bearer token can then be read or taken on the way (docs/tenant-safety.md#cluster-credentials)',
+      );
     }
 
     // By default no image: infra/k8s runs the bundle on a public Node image (no Docker to deploy).
@@ -612,6 +630,37 @@ export class ServiceController extends Construct {
       },
       securityGroups: [securityGroup],
     };
+  }
+
+  /**
+   * Only the controller may put messages on its queues: an explicit deny of sqs:SendMessage
+   * (SendMessageBatch included) to every principal but the functions' role, which sends resyncs,
+   * retries and node ticks, the forwarder's role and the given ARNs. An explicit deny wins over
+   * any identity policy in the account, the node role's and `sqs:*` included. The DLQ is left as
+   * it is: only SQS's redrive and the functions put messages there.
+   */
+  private restrictQueueSenders(
+    functionsRole: Role,
+    forwarderRole: Role | undefined,
+    others: readonly string[],
+  ): void {
+    const allowed = [
+      functionsRole.roleArn,
+      ...(forwarderRole !== undefined ? [forwarderRole.roleArn] : []),
+      ...others,
+    ];
+    for (const queue of [this.queue, this.nodeQueue]) {
+      queue.addToResourcePolicy(
+        new PolicyStatement({
+          sid: 'OnlyControllerSends',
+          effect: Effect.DENY,
+          principals: [new AnyPrincipal()],
+          actions: ['sqs:SendMessage'],
+          resources: [queue.queueArn],
+          conditions: { ArnNotLike: { 'aws:PrincipalArn': allowed } },
+        }),
+      );
+    }
   }
 
   private forwarderRole(settings: ControllerSettings): Role | undefined {

@@ -79,7 +79,7 @@ export const controllerSettingsSchema = z.object({
     matching(/^subnet-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a subnet ID such as subnet-0123456789abcdef0'),
   ),
   /** The cluster's API endpoint and CA; when absent the functions read them with eks:DescribeCluster. */
-  clusterEndpoint: z.optional(z.url()),
+  clusterEndpoint: z.optional(z.url({ protocol: /^https$/, error: 'an https URL' })),
   clusterCertificateAuthorityData: z.optional(z.string().check(z.minLength(1))),
   /** Self-managed clusters: a Secrets Manager secret holding a kubeconfig (instead of EKS access). */
   kubernetesSecretArn: z.optional(
@@ -99,12 +99,35 @@ export const controllerSettingsSchema = z.object({
       'a KMS key ARN (arn:aws:kms:…:key/…)',
     ),
   ),
+  /**
+   * Accept a kubeconfig in that secret whose server is plain HTTP or that sets
+   * insecure-skip-tls-verify: refused by default, as the bearer token would travel in cleartext
+   * or to whoever poses as the server. The functions log a Warning on each read of it.
+   */
+  kubernetesAllowInsecureConnection: flag(false),
   /** How the forwarder gets AWS credentials on EKS. */
   forwarderIdentity: z._default(z.enum(['pod-identity', 'irsa', 'none']), 'pod-identity'),
   oidcProviderArn: z.optional(
     matching(/^arn:aws[a-z-]*:iam::\d{12}:oidc-provider\//, 'an OIDC provider ARN'),
   ),
   oidcIssuer: z.optional(z.url()),
+  /**
+   * Deny sqs:SendMessage on the work and node queues to every principal but the functions' role,
+   * the forwarder role the stack creates (Pod Identity, IRSA) and `queueSenderArns`: a Pod on
+   * the node role can then forge neither work nor the heartbeats `ForwarderQuiet` counts.
+   */
+  restrictQueueSenders: flag(false),
+  /**
+   * With restrictQueueSenders: the other IAM roles or users (ARNs, `*` allowed) that may send,
+   * such as the forwarder's own identity with forwarderIdentity=none, and operators who move
+   * messages back from the DLQ (a move task sends as its caller).
+   */
+  queueSenderArns: list(
+    matching(
+      /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/.+$/,
+      'an IAM role or user ARN (arn:aws:iam::123456789012:role/…), not an assumed-role session',
+    ),
+  ),
   nodeSyncPeriodSeconds: integer(60, 900, 100),
   sweepPeriodSeconds: integer(300, 86400, 1800),
   elbv2CallsPerSecond: integer(1, 1000, 20),
@@ -196,6 +219,25 @@ function combinationProblems(settings: ControllerSettings): string[] {
   ) {
     problems.push(
       'kubernetesSecretKmsKeyArn: only with kubernetesSecretArn (the key of that secret)',
+    );
+  }
+  if (settings.kubernetesAllowInsecureConnection && settings.kubernetesSecretArn === undefined) {
+    problems.push(
+      'kubernetesAllowInsecureConnection: only with kubernetesSecretArn (EKS endpoints are always https)',
+    );
+  }
+  if (settings.queueSenderArns.length > 0 && !settings.restrictQueueSenders) {
+    problems.push(
+      'queueSenderArns: only with restrictQueueSenders=true (without it any principal whose IAM policies allow it may send)',
+    );
+  }
+  if (
+    settings.restrictQueueSenders &&
+    settings.forwarderIdentity === 'none' &&
+    settings.queueSenderArns.length === 0
+  ) {
+    problems.push(
+      "queueSenderArns: required with restrictQueueSenders and forwarderIdentity=none: name the forwarder's IAM role or user, or the queues refuse it",
     );
   }
   if (settings.kubernetesSecretArn !== undefined && settings.nodeSecurityGroupIds.length === 0) {

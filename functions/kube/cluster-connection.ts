@@ -22,8 +22,9 @@ export interface ClusterAccess {
 export class ClusterConnection implements KubeConnection {
   private readonly agent: http.Agent;
 
-  constructor(private readonly access: ClusterAccess) {
-    // Plain HTTP only for local API servers (the fake one, kubectl proxy): no TLS to configure.
+  constructor(readonly access: ClusterAccess) {
+    // Plain HTTP only for local API servers (the fake one, kubectl proxy) or where the setting
+    // allowInsecureConnection accepts it (functions/kube/connect.ts): no TLS to configure.
     this.agent = access.server.startsWith('http:')
       ? new http.Agent({ keepAlive: true })
       : new https.Agent({
@@ -50,6 +51,54 @@ export class ClusterConnection implements KubeConnection {
       options.headers = { ...options.headers, Authorization: `Bearer ${token}` };
     }
   }
+}
+
+/**
+ * What makes a connection unsafe for its credentials: a plain-HTTP server receives the bearer
+ * token (and every answer) in cleartext, and a server whose certificate is not verified may be
+ * anyone on the path, who then holds the token. Empty when neither.
+ */
+export function insecureConnectionProblems(access: ClusterAccess): string[] {
+  const problems: string[] = [];
+  if (access.server.startsWith('http:')) {
+    problems.push(
+      `the server ${access.server} is plain HTTP: the bearer token and every answer would travel unencrypted`,
+    );
+  } else if (access.insecureSkipTlsVerify === true) {
+    problems.push(
+      "insecure-skip-tls-verify is set: the server's certificate would not be checked, so whoever can intercept the connection could pose as the API server and take the token",
+    );
+  }
+  return problems;
+}
+
+/** True for a server on this machine (127.0.0.0/8, ::1, localhost): nothing leaves the host. */
+export function isLoopbackServer(server: string): boolean {
+  let host: string;
+  try {
+    host = new URL(server).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * The connection with a bound on each request's whole time, answer body included: the API
+ * client's own timeout is on idle time only, so a server that trickles a byte every few seconds
+ * would hold a sync until the function's timeout. A request past the bound is aborted (a
+ * retryable error); a signal the caller gave still applies.
+ */
+export function withRequestDeadline(connection: KubeConnection, totalMs: number): KubeConnection {
+  return {
+    getCurrentCluster: () => connection.getCurrentCluster(),
+    applyToHTTPSOptions: async (options) => {
+      await connection.applyToHTTPSOptions(options);
+      const deadline = AbortSignal.timeout(totalMs);
+      options.signal =
+        options.signal === undefined ? deadline : AbortSignal.any([options.signal, deadline]);
+    },
+  };
 }
 
 /** A token file read on each request: projected ServiceAccount tokens are rewritten as they expire. */

@@ -1,11 +1,36 @@
 import type { ControllerConfig } from '../config';
 import type { Clock } from '../sync/ports';
-import { ClusterConnection } from './cluster-connection';
+import type { KubeConnection } from '../forwarder/in-cluster';
+import {
+  ClusterConnection,
+  insecureConnectionProblems,
+  isLoopbackServer,
+  withRequestDeadline,
+} from './cluster-connection';
 import { mintEksToken, type EksToken } from './eks-token';
 import { KubeApiClient } from './kube-api-client';
+import type { InsecureConnectionLog } from './kubeconfig-secret';
 
 /** How long a kubeconfig read from Secrets Manager is reused before it is read again. */
 const secretCacheMs = 5 * 60 * 1000;
+
+/**
+ * The longest one request may take, answer body included (the client's own 30 s timeout is on
+ * idle time only): well inside the functions' 60 s timeout, so a server that trickles its answer
+ * fails the sync with a retryable error instead of timing the function out.
+ */
+export const requestDeadlineMs = 40_000;
+
+export interface ConnectorOptions {
+  /** Where the Warning goes when an insecure connection is accepted; stderr when absent. */
+  readonly log?: InsecureConnectionLog | undefined;
+  /** The bound on each request's whole time (tests shorten it). */
+  readonly requestDeadlineMs?: number | undefined;
+}
+
+const stderrLog: InsecureConnectionLog = {
+  warn: (message, fields) => console.warn(`warn: ${message} ${JSON.stringify(fields ?? {})}`),
+};
 
 /**
  * A factory for the Kubernetes API client, per configured mode: EKS (token minted locally and
@@ -19,20 +44,31 @@ const secretCacheMs = 5 * 60 * 1000;
 export function kubernetesConnector(
   config: ControllerConfig,
   clock: Clock,
+  options: ConnectorOptions = {},
 ): () => Promise<KubeApiClient> {
   const settings = config.kubernetes;
+  const log = options.log ?? stderrLog;
+  const bounded = (connection: KubeConnection) =>
+    withRequestDeadline(connection, options.requestDeadlineMs ?? requestDeadlineMs);
   switch (settings.mode) {
     case 'kubeconfig': {
       // The YAML parser loads with the mode that reads YAML: the Lambda bundles (EKS or secret
       // mode) keep it out of what every cold start imports. A bad file fails the first request.
-      const api = import('./kubeconfig').then(
-        (m) =>
-          new KubeApiClient(
-            settings.path !== undefined
-              ? m.kubeconfigFileConnection(settings.path)
-              : m.defaultConnection(process.env),
-          ),
-      );
+      const api = import('./kubeconfig').then((m) => {
+        const connection =
+          settings.path !== undefined
+            ? m.kubeconfigFileConnection(settings.path)
+            : m.defaultConnection(process.env);
+        if (connection instanceof ClusterConnection) {
+          checkKubeconfigConnection(
+            connection,
+            settings.path,
+            settings.allowInsecureConnection,
+            log,
+          );
+        }
+        return new KubeApiClient(bounded(connection));
+      });
       api.catch(() => undefined);
       return () => api;
     }
@@ -60,11 +96,13 @@ export function kubernetesConnector(
         client ??= clusterAccess(config, settings).then(
           ({ endpoint, caData }) =>
             new KubeApiClient(
-              new ClusterConnection({
-                server: endpoint,
-                ca: Buffer.from(caData, 'base64').toString(),
-                token: freshToken,
-              }),
+              bounded(
+                new ClusterConnection({
+                  server: endpoint,
+                  ca: Buffer.from(caData, 'base64').toString(),
+                  token: freshToken,
+                }),
+              ),
             ),
         );
         const current = client;
@@ -96,14 +134,49 @@ export function kubernetesConnector(
             new GetSecretValueCommand({ SecretId: settings.secretArn }),
           );
           const { kubeConfigFromSecret } = await import('./kubeconfig-secret');
-          const connection = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn);
+          const connection = kubeConfigFromSecret(secret.SecretString ?? '', settings.secretArn, {
+            allowInsecureConnection: settings.allowInsecureConnection,
+            log,
+          });
           current?.api.close();
-          current = { readAt: now, api: new KubeApiClient(connection) };
+          current = { readAt: now, api: new KubeApiClient(bounded(connection)) };
         }
         return current.api;
       };
     }
   }
+}
+
+/**
+ * A kubeconfig file's connection (local runs, tests): a server on this machine is accepted as
+ * is, plain HTTP or unverified (the embedded fake API server, `kubectl proxy`: the token never
+ * leaves the host); elsewhere plain HTTP or `insecure-skip-tls-verify` only with
+ * `allowInsecureConnection`, and then with a Warning. Refused before any request carries the
+ * token.
+ */
+function checkKubeconfigConnection(
+  connection: ClusterConnection,
+  path: string | undefined,
+  allowInsecureConnection: boolean | undefined,
+  log: InsecureConnectionLog,
+): void {
+  const { access } = connection;
+  if (isLoopbackServer(access.server)) return;
+  const problems = insecureConnectionProblems(access);
+  if (problems.length === 0) return;
+  const file = path ?? 'the default kubeconfig';
+  if (allowInsecureConnection !== true) {
+    throw new Error(
+      `the kubeconfig ${file} is refused: ${problems.join('; ')}. Give it an https server and ` +
+        'the CA that signed its certificate, or accept the risk with kubernetes.allowInsecureConnection ' +
+        '(`npm start -- --allow-insecure-connection`)',
+    );
+  }
+  log.warn('insecure Kubernetes API connection accepted (allowInsecureConnection)', {
+    kubeconfig: file,
+    server: access.server,
+    problems,
+  });
 }
 
 /** The endpoint and CA from configuration, or else from eks:DescribeCluster. */

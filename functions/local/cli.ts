@@ -43,6 +43,9 @@ kubeconfig, printed at start) or with kubectl. Ctrl-C stops everything.
 Options (each also from the environment variable shown):
   --kubeconfig PATH            KUBECONFIG    manage this cluster (real mode) instead of the embedded one
   --embedded                                 the embedded default even when KUBECONFIG is set
+  --allow-insecure-connection  SSC_ALLOW_INSECURE_CONNECTION=true  real mode: accept a kubeconfig
+                               whose server (other than on this machine) is plain HTTP or sets
+                               insecure-skip-tls-verify, with a warning; refused otherwise
   --rbac                       SSC_RBAC=true  embedded: the simulated cluster enforces the RBAC of
                                infra/k8s; the functions and the forwarder run as their own
                                identities there, each refused request is printed (and fails
@@ -94,6 +97,7 @@ const options = {
   help: { type: 'boolean', short: 'h' },
   kubeconfig: { type: 'string' },
   embedded: { type: 'boolean' },
+  'allow-insecure-connection': { type: 'boolean' },
   rbac: { type: 'boolean' },
   'cluster-name': { type: 'string' },
   region: { type: 'string' },
@@ -169,7 +173,13 @@ function controllerConfig(
       ...(backend ? { backendSecurityGroupId: backend } : {}),
       endpoints,
     },
-    kubernetes: { mode: 'kubeconfig', path: kubeconfig },
+    kubernetes: {
+      mode: 'kubeconfig',
+      path: kubeconfig,
+      ...(setting(flags, 'allow-insecure-connection', 'SSC_ALLOW_INSECURE_CONNECTION') === 'true'
+        ? { allowInsecureConnection: true }
+        : {}),
+    },
     ...(tenantPolicy ? { tenantPolicy } : {}),
   });
 }

@@ -22,6 +22,7 @@ import {
 import { SqsWorkQueue } from '../aws/sqs-work-queue';
 import { TenantPolicyEnforcer } from '../aws/tenant-policy-check';
 import type { ControllerConfig } from '../config';
+import { tenantPolicyWarnings } from '../tenant-policy-config';
 import { errorMessage, RequeueAfterError } from '../core/errors';
 import { KubeEventRecorder } from '../kube/event-recorder';
 import { HttpKubernetesApi } from '../kube/kubernetes-api';
@@ -96,6 +97,8 @@ export function createRuntime(
   );
 
   const log = options.log ?? powertoolsLog();
+  // Once per cold start (and at `npm start`): a policy that fails open is valid but worth a look.
+  for (const warning of tenantPolicyWarnings(config.tenantPolicy)) log.warn(warning);
   const metrics = options.metrics ?? powertoolsMetrics();
   for (const client of [elbv2, ec2, sqs, dynamodb]) countCalls(client, metrics);
   // Loaded when a deletion or the sweep first looks for tagged resources, not at cold start.
@@ -130,7 +133,7 @@ export function createRuntime(
           countCalls(client, metrics);
           return client;
         };
-  const connect = kubernetesConnector(config, clock);
+  const connect = kubernetesConnector(config, clock, { log });
   const claim = {
     loadBalancerClass: config.loadBalancerClass,
     claimClassless: config.claimClassless,

@@ -582,18 +582,93 @@ describe('kubernetesConnector', () => {
     await expect(connect()).rejects.toThrow(/ENOENT/);
   });
 
+  /** The fake API server speaks plain HTTP: secret mode accepts it only when told to. */
+  const plainHttpAllowed = { allowInsecureConnection: true };
+  const quietLog = { warn: () => undefined };
+
   it('secret mode: reads the kubeconfig from Secrets Manager and talks to that cluster', async () => {
     seedNodes(1);
     const secret = await kubeconfigSecret(server.kubeconfigText());
-    const connect = kubernetesConnector(config({ mode: 'secret', secretArn: secret.arn }), clock);
+    const connect = kubernetesConnector(
+      config({ mode: 'secret', secretArn: secret.arn, ...plainHttpAllowed }),
+      clock,
+      { log: quietLog },
+    );
     expect(await nodeNames(await connect())).toEqual(['node-0000']);
+  });
+
+  it('secret mode: a plain-HTTP server is refused before any request carries the token', async () => {
+    const guarded = await FakeKubeApiServer.start({ token: 'cleartext-token' });
+    try {
+      const secret = await kubeconfigSecret(guarded.kubeconfigText());
+      const kube = new HttpKubernetesApi(
+        kubernetesConnector(config({ mode: 'secret', secretArn: secret.arn }), clock),
+      );
+      const error = await kube.listNodes().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RetryableError);
+      const message = (error as Error).message;
+      expect(message).toContain(`secret ${secret.arn} is refused`);
+      expect(message).toMatch(/http:\/\/127\.0\.0\.1:\d+ is plain HTTP/);
+      expect(message).toContain('kubernetesAllowInsecureConnection');
+      expect(message).not.toContain('cleartext-token');
+      expect(guarded.requests).toEqual([]);
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it('secret mode: insecure-skip-tls-verify is refused, naming the setting that accepts it', async () => {
+    const secret = await kubeconfigSecret(
+      JSON.stringify({
+        apiVersion: 'v1',
+        clusters: [
+          { name: 'c', cluster: { server: server.url, 'insecure-skip-tls-verify': true } },
+        ],
+        users: [{ name: 'u', user: { token: 'some-token' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }).replace('"http://', '"https://'),
+    );
+    const connect = kubernetesConnector(config({ mode: 'secret', secretArn: secret.arn }), clock);
+    const error = await connect().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as Error).message).toMatch(
+      /is refused: insecure-skip-tls-verify is set: the server's certificate would not be checked/,
+    );
+    expect(server.requests).toEqual([]);
+  });
+
+  it('secret mode with allowInsecureConnection: plain HTTP works, and a Warning is logged', async () => {
+    seedNodes(1);
+    const secret = await kubeconfigSecret(server.kubeconfigText());
+    const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
+    const connect = kubernetesConnector(
+      config({ mode: 'secret', secretArn: secret.arn, ...plainHttpAllowed }),
+      clock,
+      { log: { warn: (message, fields) => warnings.push({ message, fields }) } },
+    );
+    expect(await nodeNames(await connect())).toEqual(['node-0000']);
+    expect(warnings).toEqual([
+      {
+        message: 'insecure Kubernetes API connection accepted (allowInsecureConnection)',
+        fields: {
+          secretArn: secret.arn,
+          server: expect.stringMatching(/^http:\/\/127\.0\.0\.1:/) as unknown,
+          problems: [expect.stringContaining('is plain HTTP') as unknown],
+        },
+      },
+    ]);
   });
 
   it('secret mode: keeps the kubeconfig for five minutes, then reads the secret again', async () => {
     const other = await FakeKubeApiServer.start();
     try {
       const secret = await kubeconfigSecret(server.kubeconfigText());
-      const connect = kubernetesConnector(config({ mode: 'secret', secretArn: secret.arn }), clock);
+      const connect = kubernetesConnector(
+        config({ mode: 'secret', secretArn: secret.arn, ...plainHttpAllowed }),
+        clock,
+        { log: quietLog },
+      );
       const first = await connect();
       await secret.update(other.kubeconfigText());
 

@@ -1,14 +1,17 @@
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createPlainServer, type RequestListener } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { parseConfig } from '../../functions/config';
 import { RetryableError } from '../../functions/core/errors';
-import { kubernetesConnector } from '../../functions/kube/connect';
+import { kubernetesConnector, requestDeadlineMs } from '../../functions/kube/connect';
+import { syncTimeoutSeconds } from '../../infra/controller-config';
 import { kubeconfigFileConnection } from '../../functions/kube/kubeconfig';
 import { ClusterConnection } from '../../functions/kube/cluster-connection';
 import { readWatchStream } from '../../functions/forwarder/watch-stream';
@@ -190,6 +193,202 @@ describe('the functions Kubernetes client over HTTPS', () => {
       'Bearer rotated-token',
     ]);
     client.close();
+  });
+});
+
+describe('insecure connections', () => {
+  const clock = { now: () => new Date() };
+
+  function kubeconfigText(cluster: Record<string, unknown>): string {
+    return JSON.stringify({
+      apiVersion: 'v1',
+      clusters: [{ name: 'c', cluster }],
+      users: [{ name: 'u', user: { token: 'kubeconfig-token' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    });
+  }
+
+  function kubeconfigFile(cluster: Record<string, unknown>): string {
+    const path = join(dir, `insecure-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(path, kubeconfigText(cluster));
+    return path;
+  }
+
+  function configWith(kubernetes: Record<string, unknown>) {
+    return parseConfig({
+      clusterName: 'test',
+      region: 'us-east-1',
+      queueUrl: 'http://127.0.0.1:1/000000000000/work',
+      tableName: 'state',
+      aws: {
+        vpcId: 'vpc-0123456789abcdef0',
+        endpoints: { secretsManager: inject('awsEndpoint') },
+      },
+      kubernetes,
+    });
+  }
+
+  /** A kubeconfig in moto's Secrets Manager, read by the connector as in Lambda. */
+  async function secretWith(text: string): Promise<string> {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'testing');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'testing');
+    vi.stubEnv('AWS_SESSION_TOKEN', undefined);
+    const secrets = new SecretsManagerClient({
+      endpoint: inject('awsEndpoint'),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    });
+    const created = await secrets.send(
+      new CreateSecretCommand({ Name: `kubeconfig-${randomUUID()}`, SecretString: text }),
+    );
+    return created.ARN ?? '';
+  }
+
+  it('secret mode: insecure-skip-tls-verify is refused before any request carries the token', async () => {
+    const secretArn = await secretWith(
+      kubeconfigText({ server: url, 'insecure-skip-tls-verify': true }),
+    );
+    const kube = new HttpKubernetesApi(
+      kubernetesConnector(configWith({ mode: 'secret', secretArn }), clock),
+    );
+    const error = await kube.listNodes().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    const message = (error as Error).message;
+    expect(message).toContain(`secret ${secretArn} is refused`);
+    expect(message).toContain("insecure-skip-tls-verify is set: the server's certificate");
+    expect(message).toContain('kubernetesAllowInsecureConnection');
+    expect(seen).toEqual([]);
+  });
+
+  it('secret mode with allowInsecureConnection: insecure-skip-tls-verify works over TLS and logs a Warning', async () => {
+    const secretArn = await secretWith(
+      kubeconfigText({ server: url, 'insecure-skip-tls-verify': true }),
+    );
+    const warnings: { message: string; fields?: Record<string, unknown> }[] = [];
+    const connect = kubernetesConnector(
+      configWith({ mode: 'secret', secretArn, allowInsecureConnection: true }),
+      clock,
+      { log: { warn: (message, fields) => warnings.push({ message, fields }) } },
+    );
+    const kube = new HttpKubernetesApi(connect);
+    // No CA in the kubeconfig: without the setting this certificate would be refused.
+    expect((await kube.listNodes()).map((n) => n.metadata?.name)).toEqual(['node-a']);
+    expect(seen.map((s) => s.authorization)).toEqual(['Bearer kubeconfig-token']);
+    expect(warnings).toEqual([
+      {
+        message: 'insecure Kubernetes API connection accepted (allowInsecureConnection)',
+        fields: {
+          secretArn,
+          server: url,
+          problems: [expect.stringContaining('insecure-skip-tls-verify is set') as unknown],
+        },
+      },
+    ]);
+    (await connect()).close();
+  });
+
+  it('kubeconfig mode: plain HTTP to another host is refused; a server on this machine is accepted as is', async () => {
+    const remote = kubeconfigFile({ server: 'http://192.0.2.10:8080' });
+    const error = await kubernetesConnector(
+      configWith({ mode: 'kubeconfig', path: remote }),
+      clock,
+    )().catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(
+      /is refused: the server http:\/\/192\.0\.2\.10:8080 is plain HTTP: the bearer token/,
+    );
+    const remoteTls = kubeconfigFile({
+      server: 'https://192.0.2.10:6443',
+      'insecure-skip-tls-verify': true,
+    });
+    await expect(
+      kubernetesConnector(configWith({ mode: 'kubeconfig', path: remoteTls }), clock)(),
+    ).rejects.toThrow(/is refused: insecure-skip-tls-verify is set/);
+
+    const plain = createPlainServer((_req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ items: [{ metadata: { name: 'local' } }], metadata: {} }));
+    });
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const warnings: string[] = [];
+    const log = { warn: (message: string) => warnings.push(message) };
+    for (const [path, node] of [
+      // What the embedded fake API server's kubeconfig says.
+      [
+        kubeconfigFile({
+          server: `http://127.0.0.1:${(plain.address() as AddressInfo).port}`,
+          'insecure-skip-tls-verify': true,
+        }),
+        'local',
+      ],
+      [kubeconfigFile({ server: url, 'insecure-skip-tls-verify': true }), 'node-a'],
+    ] as const) {
+      const connect = kubernetesConnector(configWith({ mode: 'kubeconfig', path }), clock, { log });
+      const kube = new HttpKubernetesApi(connect);
+      expect((await kube.listNodes()).map((n) => n.metadata?.name)).toEqual([node]);
+      (await connect()).close();
+    }
+    expect(warnings).toEqual([]);
+    plain.closeAllConnections();
+    await new Promise<void>((resolve) => plain.close(() => resolve()));
+  });
+});
+
+describe('a Kubernetes API server that trickles its answer', () => {
+  it('is cut off at the total bound of a request, not only after an idle spell', async () => {
+    // A byte every 50 ms: the 30 s idle timeout never fires, and the answer never ends.
+    const trickle = createPlainServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('{"items":[');
+      const timer = setInterval(() => res.write(' '), 50);
+      req.socket.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve));
+    const path = join(dir, 'trickle-kubeconfig');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        apiVersion: 'v1',
+        clusters: [
+          {
+            name: 'c',
+            cluster: { server: `http://127.0.0.1:${(trickle.address() as AddressInfo).port}` },
+          },
+        ],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const config = parseConfig({
+      clusterName: 'test',
+      region: 'us-east-1',
+      queueUrl: 'http://127.0.0.1:1/000000000000/work',
+      tableName: 'state',
+      aws: { vpcId: 'vpc-0123456789abcdef0' },
+      kubernetes: { mode: 'kubeconfig', path },
+    });
+    const connect = kubernetesConnector(
+      config,
+      { now: () => new Date() },
+      { requestDeadlineMs: 400 },
+    );
+    const kube = new HttpKubernetesApi(connect);
+    const started = Date.now();
+    const error = await kube.listNodes().catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as Error).message).toMatch(/^list nodes: .*aborted/);
+    expect(elapsed).toBeGreaterThanOrEqual(350);
+    expect(elapsed).toBeLessThan(3000);
+    (await connect()).close();
+    trickle.closeAllConnections();
+    await new Promise<void>((resolve) => trickle.close(() => resolve()));
+  });
+
+  it('the functions bound every request to 40 s whole, inside their 60 s timeout', () => {
+    expect(requestDeadlineMs).toBe(40_000);
+    expect(requestDeadlineMs).toBeLessThan(syncTimeoutSeconds * 1000);
   });
 });
 

@@ -80,7 +80,8 @@ describe('a Lambda bundle built as deployed (issue 21: SDK schemas rewritten, co
       queueUrl: 'http://127.0.0.1:1/000000000000/work',
       tableName: 'state',
       aws: { vpcId: 'vpc-0123456789abcdef0', endpoints: { secretsManager: endpoint } },
-      kubernetes: { mode: 'secret', secretArn: secret.ARN },
+      // The fake API server speaks plain HTTP, which secret mode accepts only when told to.
+      kubernetes: { mode: 'secret', secretArn: secret.ARN, allowInsecureConnection: true },
     };
     // Credentials from the environment, as in Lambda: the default chain is a chunk too.
     const result = (await runProbe(join(dir, 'index.mjs'), {

@@ -154,6 +154,37 @@ describe('parseConfig', () => {
     expect(error.message).toContain('"s3"');
   });
 
+  it('refuses a plain-HTTP EKS endpoint: the minted token would travel in cleartext', () => {
+    const error = configurationError(() =>
+      parseConfig({
+        ...minimal(),
+        kubernetes: {
+          mode: 'eks',
+          clusterName: 'prod',
+          endpoint: 'http://ABC.gr7.eu-west-1.eks.amazonaws.com',
+          certificateAuthorityData: 'LS0tLS1CRUdJTg==',
+        },
+      }),
+    );
+    expect(error.message).toContain('  - kubernetes.endpoint: an https URL');
+  });
+
+  it('accepts allowInsecureConnection in secret and kubeconfig modes only', () => {
+    const secret = {
+      mode: 'secret',
+      secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kubeconfig-AbCdEf',
+      allowInsecureConnection: true,
+    };
+    expect(parseConfig({ ...minimal(), kubernetes: secret }).kubernetes).toEqual(secret);
+    const error = configurationError(() =>
+      parseConfig({
+        ...minimal(),
+        kubernetes: { mode: 'eks', clusterName: 'prod', allowInsecureConnection: true },
+      }),
+    );
+    expect(error.message).toContain('"allowInsecureConnection"');
+  });
+
   it('accepts EKS mode without endpoint and CA (the functions read them with eks:DescribeCluster)', () => {
     const config = parseConfig({ ...minimal(), kubernetes: { mode: 'eks', clusterName: 'prod' } });
     expect(config.kubernetes).toEqual({ mode: 'eks', clusterName: 'prod' });
