@@ -1,5 +1,6 @@
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   type SQSClient,
@@ -23,6 +24,11 @@ export interface WorkQueue {
    * false when no dead-letter queue is configured.
    */
   deadLetter(body: string, problem: string): Promise<boolean>;
+  /**
+   * Deletes received messages whose work is done (by receipt handle), before the batch they came
+   * in returns: a crash later in that batch then cannot bring them back.
+   */
+  acknowledge(receiptHandles: readonly string[]): Promise<void>;
 }
 
 export class SqsWorkQueue implements WorkQueue {
@@ -68,6 +74,22 @@ export class SqsWorkQueue implements WorkQueue {
       }),
     );
     return true;
+  }
+
+  async acknowledge(receiptHandles: readonly string[]): Promise<void> {
+    for (let i = 0; i < receiptHandles.length; i += 10) {
+      const entries = receiptHandles
+        .slice(i, i + 10)
+        .map((handle, n) => ({ Id: String(n), ReceiptHandle: handle }));
+      const result = await this.sqs.send(
+        new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }),
+      );
+      if ((result.Failed ?? []).length > 0) {
+        throw new Error(
+          `SQS did not delete ${result.Failed?.length ?? 0} messages: ${(result.Failed ?? []).map((f) => f.Message).join('; ')}`,
+        );
+      }
+    }
   }
 
   async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {

@@ -16,6 +16,9 @@ const closeBracket = 0x5d;
 const colon = 0x3a;
 const comma = 0x2c;
 
+/** What ends or escapes within a JSON string. */
+const stringSpecial = /["\\]/g;
+
 function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
 }
@@ -49,11 +52,22 @@ export class ListScanner {
     // Where the current run of text (item or outside) began within this chunk.
     let runStart = 0;
     for (let i = 0; i < chunk.length; i++) {
-      const code = chunk.charCodeAt(i);
       if (this.inString) {
-        if (this.escaped) this.escaped = false;
-        else if (code === backslash) this.escaped = true;
-        else if (code === quote) {
+        if (this.escaped) {
+          this.escaped = false;
+          continue;
+        }
+        // Strings are most of a large object (annotations, ranges): jump to the next quote or
+        // backslash natively instead of looking at every character.
+        stringSpecial.lastIndex = i;
+        const found = stringSpecial.exec(chunk);
+        if (found === null) {
+          i = chunk.length;
+          continue;
+        }
+        i = found.index;
+        if (chunk.charCodeAt(i) === backslash) this.escaped = true;
+        else {
           this.inString = false;
           if (this.depth === 1 && !this.inItems) {
             this.lastTopString = this.pendingString + chunk.slice(this.stringStart, i + 1);
@@ -63,6 +77,7 @@ export class ListScanner {
         }
         continue;
       }
+      const code = chunk.charCodeAt(i);
       if (code === quote) {
         if (this.inItems && this.depth === 2) throw new Error('list items must be objects');
         this.inString = true;
@@ -136,11 +151,15 @@ export async function streamListPage<T>(
   limit: number,
   continueToken: string | undefined,
   onItem: (item: T) => Promise<void> | void,
+  /** Give up when the API server sends nothing for this long (the functions); none by default. */
+  idleTimeoutMs?: number,
 ): Promise<ListPageMetadata> {
-  const response: IncomingMessage = await http.stream(path, {
-    limit: String(limit),
-    continue: continueToken,
-  });
+  const response: IncomingMessage = await http.stream(
+    path,
+    { limit: String(limit), continue: continueToken },
+    undefined,
+    idleTimeoutMs,
+  );
   response.setEncoding('utf8');
   const scanner = new ListScanner();
   for await (const chunk of response) {

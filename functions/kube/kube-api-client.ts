@@ -43,8 +43,8 @@ export class KubeApiClient {
 
   constructor(
     private readonly connection: KubeConnection,
-    /** Idle time on the socket before a `request` is abandoned (a retryable error). */
-    private readonly timeoutMs = 30_000,
+    /** Idle time on the socket before a `request` (or a list page) is abandoned (a retryable error). */
+    readonly timeoutMs = 30_000,
   ) {}
 
   async request<T>(request: KubeRequest): Promise<T> {
@@ -63,14 +63,16 @@ export class KubeApiClient {
    * Starts a GET and resolves with the response, its body unread, once the status is a success;
    * otherwise rejects with KubeApiError (410 Gone drives a watch's re-list). The caller reads the
    * body as it arrives, so a list page is never held whole. No idle timeout: a watch is silent
-   * between events, so the caller bounds it through `signal`.
+   * between events, so the caller bounds it through `signal`; a list page, which is never silent
+   * for long, may pass `idleTimeoutMs` instead.
    */
   async stream(
     path: string,
     query: Readonly<Record<string, string | undefined>>,
     signal?: AbortSignal,
+    idleTimeoutMs?: number,
   ): Promise<IncomingMessage> {
-    const response = await this.send({ method: 'GET', path, query }, { signal });
+    const response = await this.send({ method: 'GET', path, query }, { signal, idleTimeoutMs });
     const status = response.statusCode ?? 0;
     if (isSuccess(status)) return response;
     const text = await readBody(response).catch(() => '');
@@ -79,7 +81,10 @@ export class KubeApiClient {
 
   private async send(
     request: KubeRequest,
-    limits: { readonly idleTimeoutMs?: number; readonly signal?: AbortSignal | undefined },
+    limits: {
+      readonly idleTimeoutMs?: number | undefined;
+      readonly signal?: AbortSignal | undefined;
+    },
   ): Promise<IncomingMessage> {
     const server = this.connection.getCurrentCluster()?.server;
     if (server === undefined) throw new Error('the kubeconfig has no current cluster');

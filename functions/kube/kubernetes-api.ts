@@ -1,12 +1,23 @@
 import type { KubeConnection } from '../forwarder/in-cluster';
+import { streamListPage } from '../forwarder/list-stream';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
+import { classFinalizer, upstreamFinalizer } from '../core/claim';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';
-import type { KubernetesApi, NamespaceDirectory } from '../sync/ports';
+import type { KubernetesApi, NamespaceDirectory, ServiceSummary } from '../sync/ports';
 import { KubeApiClient, KubeApiError, patchType } from './kube-api-client';
 
 /** Nodes per list page: bounded memory and response size on large clusters. */
 const nodePageSize = 500;
+/**
+ * Services per list page. A tenant may fill each of its Services up to the API server's object
+ * limit (~1.5 MB), so a page is read one item at a time and each item is cut down to a summary
+ * before the next is read: what a list keeps grows by a few hundred bytes per Service, and the
+ * most held at once is one item's text and object (issue 32, finding 7).
+ */
+export const servicePageSize = 50;
+/** Load balancer addresses a summary keeps: enough to tell an address is published. */
+const summaryIngressLimit = 4;
 
 interface List<T> {
   readonly items?: T[];
@@ -91,10 +102,26 @@ export class HttpKubernetesApi implements KubernetesApi, NamespaceDirectory {
     }
   }
 
-  async listServices(namespace: string): Promise<Service[]> {
+  async listServices(namespace: string): Promise<ServiceSummary[]> {
     const api = await this.connect();
+    const path = `/api/v1/namespaces/${segment(namespace)}/services`;
     try {
-      return await listAll<Service>(api, `/api/v1/namespaces/${segment(namespace)}/services`);
+      const summaries: ServiceSummary[] = [];
+      let token: string | undefined;
+      do {
+        const page = await streamListPage<Service>(
+          api,
+          path,
+          servicePageSize,
+          token,
+          (service) => {
+            summaries.push(serviceSummary(service));
+          },
+          api.timeoutMs,
+        );
+        token = page._continue || undefined;
+      } while (token !== undefined);
+      return summaries;
     } catch (error) {
       throw translateKubeError(error, `list services in ${namespace}`);
     }
@@ -131,6 +158,39 @@ export class HttpKubernetesApi implements KubernetesApi, NamespaceDirectory {
 
 function servicePath(namespace: string, name: string): string {
   return `/api/v1/namespaces/${segment(namespace)}/services/${segment(name)}`;
+}
+
+/**
+ * What a Service list keeps of each Service: identity, order, type and class, our finalizers and
+ * a few load balancer addresses, never annotations, ports or ranges, whatever their size.
+ */
+export function serviceSummary(service: Service): ServiceSummary {
+  const { name, namespace, uid, creationTimestamp, deletionTimestamp, finalizers } =
+    service.metadata ?? {};
+  const ingress = service.status?.loadBalancer?.ingress;
+  return {
+    metadata: {
+      name,
+      namespace,
+      uid,
+      creationTimestamp,
+      deletionTimestamp,
+      // Each of ours once: a list of finalizers may repeat one many times.
+      finalizers: [classFinalizer, upstreamFinalizer].filter((f) => finalizers?.includes(f)),
+    },
+    spec: { type: service.spec?.type, loadBalancerClass: service.spec?.loadBalancerClass },
+    ...(ingress === undefined
+      ? {}
+      : {
+          status: {
+            loadBalancer: {
+              ingress: ingress
+                .slice(0, summaryIngressLimit)
+                .map(({ ip, hostname }) => ({ ip, hostname })),
+            },
+          },
+        }),
+  };
 }
 
 /** Every page of a list, `nodePageSize` at a time. */

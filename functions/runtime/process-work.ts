@@ -4,7 +4,7 @@ import {
   type FinishResult,
   type Lease,
 } from '../aws/dynamo-state-store';
-import { registrationDeadline } from '../aws/registration-budget';
+import { withRegistrationScope } from '../aws/registration-budget';
 import type { WorkQueue } from '../aws/sqs-work-queue';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { LifecycleEvent } from '../events/lifecycle-events';
@@ -52,6 +52,8 @@ export type KeyMode = 'service' | 'hosts' | 'resync';
  * One work-queue batch (docs/design.md §3): malformed messages are counted and dropped, records
  * of one key collapse into one sync under the key's lease, node messages go to node sync once.
  * Failures are reported per record (partial batch response); the batch as a whole never throws.
+ * Each unit's finished messages are deleted as it ends (BatchUnits), so a crash later in the batch
+ * returns only unfinished ones.
  */
 export async function processWorkBatch(
   records: readonly QueueRecord[],
@@ -65,8 +67,8 @@ export async function processWorkBatch(
     [];
   const eventMessages: { record: QueueRecord; message: Extract<WorkMessage, { kind: 'event' }> }[] =
     [];
-  const failures: { itemIdentifier: string }[] = [];
-  const parked: Promise<void>[] = [];
+  const units = new BatchUnits(ctx);
+  const heartbeats: QueueRecord[] = [];
   const parsedRecords = records.map((record) => ({
     record,
     parsed: parseWorkMessage(record.body),
@@ -84,10 +86,11 @@ export async function processWorkBatch(
   for (const { record, parsed } of parsedRecords) {
     if (!parsed.ok) {
       ctx.metrics.count('MalformedMessages');
-      parked.push(
-        deadLetter(record, parsed.problem, ctx).then((failed) => {
-          if (failed) failures.push({ itemIdentifier: record.messageId });
-        }),
+      units.add(
+        [record],
+        deadLetter(record, parsed.problem, ctx).then((failed) =>
+          failed ? [record.messageId] : [],
+        ),
       );
       continue;
     }
@@ -106,6 +109,7 @@ export async function processWorkBatch(
       ctx.metrics.count('ForwarderSendFailures', message.sendFailures);
       // A level, not a sum: read with Maximum, as FailingServices is.
       ctx.metrics.count('ForwarderPendingKeys', message.pending);
+      heartbeats.push(record);
       continue;
     }
     if (message.kind === 'resync' && resyncPasses === undefined) {
@@ -114,12 +118,11 @@ export async function processWorkBatch(
         ctx.config.backoffBaseSeconds,
         ctx.config.backoffMaxSeconds,
       );
-      parked.push(
+      units.add(
+        [record],
         comeBackLater(record, message, delay, ctx)
           .catch(() => record.messageId)
-          .then((failed) => {
-            if (failed !== undefined) failures.push({ itemIdentifier: failed });
-          }),
+          .then((failed) => (failed === undefined ? [] : [failed])),
       );
       continue;
     }
@@ -140,34 +143,77 @@ export async function processWorkBatch(
     byKey.set(message.key, group);
   }
 
-  const work = [
-    ...parked,
-    ...[...byKey].map(async ([key, group]) => {
-      const failed = await processKey(key, group.modes, group.records, ctx, group.pass);
-      if (failed !== undefined) failures.push({ itemIdentifier: failed });
-    }),
-  ];
+  if (heartbeats.length > 0) units.add(heartbeats, Promise.resolve([]));
+  for (const [key, group] of byKey) {
+    units.add(
+      group.records,
+      processKey(key, group.modes, group.records, ctx, group.pass).then((failed) =>
+        failed === undefined ? [] : [failed],
+      ),
+    );
+  }
   if (nodeMessages.length > 0) {
     // A forwarder of release 0.1 still sends node messages here: they move to the node queue,
     // whose consumer (the node-sync function) is never behind a Service backlog.
-    work.push(
-      (ctx.separateNodeQueue
+    units.add(
+      nodeMessages.map((m) => m.record),
+      ctx.separateNodeQueue
         ? moveToNodeQueue(nodeMessages, ctx)
-        : runNodeMessages(nodeMessages, ctx)
-      ).then((failed) => {
-        failures.push(...failed.map((itemIdentifier) => ({ itemIdentifier })));
-      }),
+        : runNodeMessages(nodeMessages, ctx),
     );
   }
   if (eventMessages.length > 0) {
-    work.push(
-      republishEvents(eventMessages, ctx).then((failed) => {
-        failures.push(...failed.map((itemIdentifier) => ({ itemIdentifier })));
+    units.add(
+      eventMessages.map((m) => m.record),
+      republishEvents(eventMessages, ctx),
+    );
+  }
+  return { batchItemFailures: await units.settled() };
+}
+
+/**
+ * The batch's units of work (a key's records, the node messages, …), run at once. A unit's
+ * records that are done are deleted from the queue as soon as it ends, while other units still
+ * run: an instance that dies later in the batch (out of memory, a timeout) then returns only the
+ * messages whose work was unfinished, not its neighbours' (issue 32, finding 7). The last unit
+ * to end leaves its records to the event source mapping, which deletes every record not reported
+ * as failed when the handler returns; a single-unit batch makes no extra call.
+ */
+class BatchUnits {
+  private readonly work: Promise<void>[] = [];
+  private readonly failures: { itemIdentifier: string }[] = [];
+  private running = 0;
+
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /** `done` resolves with the ids of `records` that must come back (reported as failed). */
+  add(records: readonly QueueRecord[], done: Promise<readonly string[]>): void {
+    this.running++;
+    this.work.push(
+      done.then(async (failed) => {
+        this.running--;
+        this.failures.push(...failed.map((itemIdentifier) => ({ itemIdentifier })));
+        const finished = records.filter((record) => !failed.includes(record.messageId));
+        if (this.running === 0 || finished.length === 0) return;
+        this.ctx.metrics.count('EarlyAcknowledgedMessages', finished.length);
+        // Best effort: the event source mapping deletes them when the batch returns anyway.
+        await this.ctx.queue
+          .acknowledge(finished.map((record) => record.receiptHandle))
+          .catch((error: unknown) => {
+            this.ctx.log.warn('could not delete finished messages early; the batch will', {
+              messageIds: finished.map((record) => record.messageId),
+              error: errorMessage(error),
+            });
+          });
       }),
     );
   }
-  await Promise.all(work);
-  return { batchItemFailures: failures };
+
+  /** Waits for every unit; the batch's failures, for a partial batch response. */
+  async settled(): Promise<{ itemIdentifier: string }[]> {
+    await Promise.all(this.work);
+    return this.failures;
+  }
 }
 
 /**
@@ -308,7 +354,7 @@ export function runKey(
    */
   deadline = ctx.base.clock.now().getTime() + registrationWaitMs,
 ): Promise<KeyFollowUp> {
-  return registrationDeadline.run(deadline, () => runPasses(key, modes, ctx, origin));
+  return withRegistrationScope(key, deadline, () => runPasses(key, modes, ctx, origin));
 }
 
 /**

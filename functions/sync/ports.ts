@@ -7,7 +7,15 @@ import type { JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
-import type { LoadBalancerStatus, Node, ObjectReference, Service } from '../core/objects';
+import type {
+  LoadBalancerIngress,
+  LoadBalancerStatus,
+  Node,
+  ObjectMeta,
+  ObjectReference,
+  Service,
+  ServiceSpec,
+} from '../core/objects';
 
 /** What the provider keeps between calls (ARNs and the like): opaque to the core, stored as JSON. */
 export type ProviderState = { readonly [key: string]: JsonValue | undefined };
@@ -151,8 +159,28 @@ export interface KubernetesApi {
 export interface NamespaceDirectory {
   /** The Namespace's labels; none when it is not found. */
   namespaceLabels(namespace: string): Promise<Readonly<Record<string, string>>>;
-  /** Every Service in the namespace (all pages). */
-  listServices(namespace: string): Promise<Service[]>;
+  /**
+   * Every Service in the namespace (all pages, read in small pages one item at a time), each cut
+   * down to a summary: a namespace may hold many Services of the API server's largest size.
+   */
+  listServices(namespace: string): Promise<ServiceSummary[]>;
+}
+
+/**
+ * What a Service list keeps of each Service (`serviceSummary` in functions/kube): bounded whatever
+ * the Service holds. A caller that needs another field adds it there, bounded too.
+ */
+export interface ServiceSummary extends Service {
+  readonly metadata: Pick<
+    ObjectMeta,
+    'name' | 'namespace' | 'uid' | 'creationTimestamp' | 'deletionTimestamp' | 'finalizers'
+  >;
+  readonly spec: Pick<ServiceSpec, 'type' | 'loadBalancerClass'>;
+  readonly status?: {
+    readonly loadBalancer?: {
+      readonly ingress?: readonly Pick<LoadBalancerIngress, 'ip' | 'hostname'>[] | undefined;
+    };
+  };
 }
 
 /** Records Kubernetes Events (source component `service-controller`); never throws. */

@@ -66,6 +66,7 @@ function instrumented(
       return runtime.queue.changeVisibility(receipt, seconds);
     },
     deadLetter: (body, problem) => runtime.queue.deadLetter(body, problem),
+    acknowledge: (receipts) => runtime.queue.acknowledge(receipts),
   };
   const provider = runtime.base.provider;
   const kube = runtime.base.kube;

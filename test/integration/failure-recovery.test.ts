@@ -63,6 +63,7 @@ function refusingOneSend(queue: WorkQueue): WorkQueue {
     },
     changeVisibility: (receipt, seconds) => queue.changeVisibility(receipt, seconds),
     deadLetter: (body, problem) => queue.deadLetter(body, problem),
+    acknowledge: (receipts) => queue.acknowledge(receipts),
   };
 }
 
