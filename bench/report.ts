@@ -15,7 +15,13 @@ import {
   type BundleResult,
   type BundlesResult,
 } from './scenarios/bundles';
-import type { BurstRun, OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
+import type {
+  BudgetFairnessRun,
+  BurstRun,
+  OursRun,
+  PropagationResult,
+  SeedRun,
+} from './scenarios/propagation';
 import { maxRecordedTargets, type ScaleResult } from './scenarios/scale';
 import type { ThroughputResult } from './scenarios/throughput';
 import { percentile, round } from './support/stats';
@@ -178,6 +184,7 @@ export function propagationSection(p: PropagationResult): string {
       ? ['', registrationBudgetSection(p.registrationBudget, p.rateLimits)]
       : []),
     ...(p.namespaceBurst ? ['', namespaceBurstSection(p.namespaceBurst)] : []),
+    ...(p.budgetFairness ? ['', budgetFairnessSection(p.budgetFairness)] : []),
   ].join('\n');
 }
 
@@ -360,6 +367,40 @@ export function namespaceBurstSection(b: NonNullable<PropagationResult['namespac
     ),
     '',
     `With fair queues the quiet Service waits for a consumer to take its message and for its turn at the account's RegisterTargets bucket, which the burst keeps empty (${s(b.fair.quietMs)}), not for the burst ahead of it (${s(b.unfair.quietMs)}); the burst itself finishes at the same pace.`,
+  ].join('\n');
+}
+
+/** Issue 32, finding 9: one namespace hogging the registration budget, before and after. */
+export function budgetFairnessSection(b: NonNullable<PropagationResult['budgetFairness']>): string {
+  const row = (r: BudgetFairnessRun) => [
+    r.perNamespace ? 'fair between namespaces (now)' : 'first come, first served (before)',
+    s(r.quietMs),
+    s(r.quietBudgetWaitMs),
+    `${r.attackerCalls} of ${r.budgetCallsAllowed}`,
+    `${r.elbv2Attempts} (${r.throttledAttempts} throttled)`,
+    r.budgetRequeues,
+    `${r.budgetWrites} (${r.budgetRefused} refused)`,
+  ];
+  const f = b.fair;
+  return [
+    '### Registration budget fairness: one namespace toggling target-node-labels (issue 32, finding 9)',
+    '',
+    `${f.attackerServices} Services in namespace \`tenant-a\` flip \`aws-load-balancer-target-node-labels\` between two node groups every ${s(f.togglePeriodMs)} for ${s(f.toggleForMs)} (each flip deregisters one group and registers the other in both target groups: 4 calls on the shared registration budget per Service, far more than its 4/s); 20 s in, a node joins and the Service \`quiet/web\` registers it (2 RegisterTargets). Same runtime, fakes, fair queues and rate limits as above, the default budget (4/s, burst 10). Each flip is sent as the host update it causes (the fake ELBv2 serves only host-update calls; a real flip is a full sync, with more reads and the same registrations). "First come, first served" is the budget before this change: the attacker's syncs book the whole horizon (10 s for registrations, 20 s for deregistrations) and the quiet Service books behind all of it. "Fair": a namespace whose latest slot is more than 1 s ahead books its next one only when that slot comes within 1 s (functions/core/registration-slots.ts).`,
+    '',
+    table(
+      [
+        'budget',
+        'quiet Service has the node after the change',
+        'of which waiting on the budget',
+        'attacker registrations served while it toggled (of the budget)',
+        'ELBv2 attempts',
+        'syncs requeued by the budget',
+        'budget item writes (1 WRU each)',
+      ],
+      [row(b.fcfs), row(b.fair)],
+    ),
+    '',
+    `The quiet Service's registrations waited ${s(f.quietBudgetWaitMs)} on the budget instead of ${s(b.fcfs.quietBudgetWaitMs)}, and it had the node ${s(f.quietMs)} after the change instead of ${s(b.fcfs.quietMs)}; the attacker's own registrations go through at the same rate. The price is DynamoDB writes: a namespace over its share tries again when its turn comes, and the budget item refuses the tries that another instance's caller of the same namespace beat (each 1 WRU).`,
   ].join('\n');
 }
 

@@ -15,6 +15,7 @@
  */
 import { planNodeSync, type EligibleHosts } from '../../functions/core/node-sync-plan';
 import type { Node, Service } from '../../functions/core/objects';
+import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
 import { NlbProvider } from '../../functions/aws/nlb-provider';
 import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
 import { toProviderState } from '../../functions/aws/nlb-state';
@@ -149,6 +150,12 @@ export interface PropagationResult {
     | undefined;
   /** One quiet Service behind a 500-Service burst in another namespace, with and without fair queues. */
   readonly namespaceBurst?: { readonly fair: BurstRun; readonly unfair: BurstRun } | undefined;
+  /**
+   * One namespace toggling target-node-labels on its Services while a quiet Service in another
+   * namespace registers a node: the shared budget first come, first served, and fair.
+   */
+  readonly budgetFairness?:
+    { readonly fcfs: BudgetFairnessRun; readonly fair: BudgetFairnessRun } | undefined;
 }
 
 const claim: ClaimPolicy = {
@@ -201,6 +208,8 @@ function ourWorld(
     fairQueue: boolean;
     /** The shared registration budget (the controller's default); undefined: none. */
     budget?: RegistrationBudgetSpec | undefined;
+    /** false: the budget books first come, first served (before issue 32, finding 9). */
+    budgetPerNamespace?: boolean;
     /**
      * Node messages on their own queue, consumed by the node-sync function, which runs small
      * fan-outs' host updates itself (default); false: release 0.1, one queue for everything and
@@ -310,7 +319,8 @@ function ourWorld(
       account,
       clock,
       random,
-      options.budget && budgetOn(budgetItem, options.budget, clock),
+      options.budget &&
+        budgetOn(budgetItem, options.budget, clock, options.budgetPerNamespace !== false),
     );
     clients.push(aws);
     const provider = new NlbProvider(aws.asNlbClients(), {
@@ -542,6 +552,144 @@ export async function simulateNamespaceBurst(options: {
   };
 }
 
+export interface BudgetFairnessRun {
+  readonly perNamespace: boolean;
+  readonly attackerServices: number;
+  readonly togglePeriodMs: number;
+  readonly toggleForMs: number;
+  /** From the quiet Service's change (a node it must register) to its NLB having the node. */
+  readonly quietMs: number;
+  /** Of which its calls waited on the budget (slots, and turns behind other namespaces). */
+  readonly quietBudgetWaitMs: number;
+  /** The attacker's RegisterTargets/DeregisterTargets served while it toggled. */
+  readonly attackerCalls: number;
+  /** What the budget allows in that time: burst + rate × time. */
+  readonly budgetCallsAllowed: number;
+  readonly elbv2Attempts: number;
+  readonly throttledAttempts: number;
+  readonly budgetWrites: number;
+  readonly budgetRefused: number;
+  /** Syncs that ended requeue-after on the budget (the attacker's, mostly). */
+  readonly budgetRequeues: number;
+  readonly wallMs: number;
+}
+
+/**
+ * One namespace hogs the registration budget (issue 32, finding 9): `attackerServices` Services in
+ * namespace `tenant-a` flip `aws-load-balancer-target-node-labels` between two node groups every
+ * `togglePeriodMs` for `toggleForMs` (each flip deregisters one group and registers the other in
+ * both target groups: 4 budget calls a Service). `quietAfterMs` in, a node joins and the Service in
+ * namespace `quiet` registers it. Each flip is sent as the host update it causes: the bench's fake
+ * ELBv2 serves only host-update calls, and a real flip is a full sync, with more reads and the same
+ * registrations. Same runtime, fakes and rate limits as the other runs, with the default budget and
+ * fair queues; `perNamespace` false books the budget first come, first served, as before.
+ */
+export async function simulateBudgetFairness(options: {
+  readonly perNamespace: boolean;
+  readonly attackerServices?: number;
+  readonly togglePeriodMs?: number;
+  readonly toggleForMs?: number;
+  readonly quietAfterMs?: number;
+}): Promise<BudgetFairnessRun> {
+  const started = performance.now();
+  const model = propagationModel;
+  const attackerServices = options.attackerServices ?? 100;
+  const togglePeriodMs = options.togglePeriodMs ?? 5_000;
+  const toggleForMs = options.toggleForMs ?? 60_000;
+  const quietAfterMs = options.quietAfterMs ?? 20_000;
+  const services: SimService[] = [
+    ...Array.from({ length: attackerServices }, (_, i) => ({
+      namespace: 'tenant-a',
+      name: `svc-${i}`,
+    })),
+    { namespace: 'quiet', name: 'web' },
+  ];
+  const budget = defaultRegistrationBudget;
+  const world = ourWorld(services, {
+    elbv2CallsPerSecond: model.elbv2CallsPerSecond,
+    seed: attackerServices * 7919 + 9,
+    fairQueue: true,
+    budget,
+    budgetPerNamespace: options.perNamespace,
+  });
+  const { clock, account, queue, table, kube, completions } = world;
+  // Two node groups the attacker's selectors flip between; the node that joins is in neither.
+  const groupOf = (n: number) => (n <= 2 ? 'a' : 'b');
+  kube.nodes = Array.from({ length: model.initialNodes }, (_, i) =>
+    makeNode(`ip-10-0-0-${i + 1}.ec2.internal`, {
+      instanceId: instanceId(i + 1),
+      labels: { role: groupOf(i + 1) },
+    }),
+  );
+  const storeHosts = () =>
+    table.seedEligibleHosts(planNodeSync(kube.nodes, 'stable', undefined, [], ['role']).eligible);
+  storeHosts();
+  const attackerKeys = services.slice(0, attackerServices).map((s) => `${s.namespace}/${s.name}`);
+  let attackerCalls = 0;
+  const onAdded = account.onTargetsChanged;
+  account.onTargetsChanged = (tg) => {
+    onAdded?.(tg);
+    if (tg.serviceKey.startsWith('tenant-a/') && clock.ms <= toggleForMs) attackerCalls++;
+  };
+  const hostUpdate = (key: string): WorkMessage => ({ v: 1, kind: 'hosts', key });
+  let quietChangedAt = Number.NaN;
+  let stopped = false;
+  const main = (async () => {
+    runEventSourceMapping(queue, clock, world.runtimes, world.esm, () => stopped);
+    const attacker = (async () => {
+      for (let round = 0; round * togglePeriodMs < toggleForMs; round++) {
+        const at = round * togglePeriodMs;
+        if (clock.ms < at) await clock.sleep(at - clock.ms);
+        for (const key of attackerKeys) {
+          const [namespace = '', name = ''] = key.split('/');
+          const service = await kube.getService(namespace, name);
+          if (service === undefined) continue;
+          kube.put({
+            ...service,
+            metadata: {
+              ...service.metadata,
+              annotations: {
+                ...service.metadata?.annotations,
+                [targetNodeLabelsAnnotation]: `role=${round % 2 === 0 ? 'a' : 'b'}`,
+              },
+            },
+          });
+        }
+        for (let i = 0; i < attackerKeys.length; i += 10) {
+          await queue.sendFromForwarder(attackerKeys.slice(i, i + 10).map(hostUpdate));
+        }
+      }
+    })();
+    await clock.sleep(quietAfterMs);
+    kube.nodes = [...kube.nodes, world.added];
+    quietChangedAt = clock.ms;
+    storeHosts();
+    await clock.sleep(model.watchMs);
+    await queue.sendFromForwarder([hostUpdate('quiet/web')]);
+    while (!completions.has('quiet/web')) await clock.sleep(50);
+    await attacker;
+    if (clock.ms < toggleForMs) await clock.sleep(toggleForMs - clock.ms);
+    stopped = true;
+  })();
+  await clock.run(main, 6 * 3600_000);
+  return {
+    perNamespace: options.perNamespace,
+    attackerServices,
+    togglePeriodMs,
+    toggleForMs,
+    quietMs: (completions.get('quiet/web') ?? Number.NaN) - quietChangedAt,
+    quietBudgetWaitMs: world.budgetItem.stats.waitMsByNamespace.get('quiet') ?? 0,
+    attackerCalls,
+    budgetCallsAllowed: budget.burst + (budget.perSecond * toggleForMs) / 1000,
+    elbv2Attempts: account.stats.attempts,
+    throttledAttempts: account.stats.throttled,
+    budgetWrites: world.budgetItem.stats.writes,
+    budgetRefused: world.budgetItem.stats.refused,
+    budgetRequeues: world.metrics.counts.get('Syncs.requeue-after') ?? 0,
+    wallMs: performance.now() - started,
+  };
+}
+
 export interface NodeDuringBurstRun {
   readonly nodeQueue: boolean;
   readonly burstServices: number;
@@ -757,6 +905,10 @@ export async function propagation(
     fair: await simulateNamespaceBurst({ fair: true }),
     unfair: await simulateNamespaceBurst({ fair: false }),
   };
+  const budgetFairness = {
+    fcfs: await simulateBudgetFairness({ perNamespace: false }),
+    fair: await simulateBudgetFairness({ perNamespace: true }),
+  };
   const nodeDuringBurst = {
     nodeQueue: await simulateNodeChangeDuringBurst({ nodeQueue: true }),
     sharedQueue: await simulateNodeChangeDuringBurst({ nodeQueue: false }),
@@ -771,5 +923,6 @@ export async function propagation(
     seed,
     registrationBudget,
     namespaceBurst,
+    budgetFairness,
   };
 }

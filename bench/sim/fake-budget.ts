@@ -1,16 +1,20 @@
 /**
- * The registration budget's DynamoDB item on virtual time: the two conditional updates of
- * DynamoTatItem with the same conditions, each after one state-table latency, counted as the
- * writes (1 WRU each) they would be. The controller's own TatBudgetStore and RegistrationBudget
- * run on top of it unchanged.
+ * The registration budget's DynamoDB item on virtual time: DynamoTatItem's conditional writes
+ * applied with the same conditions (core/registration-slots.ts, `applyBudgetWrite`), each after
+ * one state-table latency, counted as the writes (1 WRU each) they would be. The controller's own
+ * TatBudgetStore and RegistrationBudget run on top of it unchanged.
  */
 import {
+  applyBudgetWrite,
   RegistrationBudget,
+  registrationNamespace,
   TatBudgetStore,
+  type BudgetWrite,
   type RegistrationBudgetSpec,
   type TatItem,
   type TatUpdate,
 } from '../../functions/aws/registration-budget';
+import type { BudgetItemAttributes } from '../../functions/core/registration-slots';
 import type { VirtualClock } from './virtual-clock';
 
 export interface BudgetItemStats {
@@ -18,43 +22,28 @@ export interface BudgetItemStats {
   writes: number;
   /** Of those, refused by their condition. */
   refused: number;
+  /** Virtual ms each namespace's calls spent waiting on the budget (slots and turns behind others). */
+  readonly waitMsByNamespace: Map<string, number>;
 }
 
 export class FakeTatItem implements TatItem {
-  readonly stats: BudgetItemStats = { writes: 0, refused: 0 };
-  private tat: number | undefined;
+  readonly stats: BudgetItemStats = { writes: 0, refused: 0, waitMsByNamespace: new Map() };
+  private item: BudgetItemAttributes = {};
 
   constructor(
     private readonly clock: VirtualClock,
     private readonly latencyMs: number,
   ) {}
 
-  async advance(nowMs: number, latestTat: number, intervalMs: number): Promise<TatUpdate> {
+  async write(write: BudgetWrite): Promise<TatUpdate> {
     // The request reaches DynamoDB half-way through the round trip, and is answered at the end.
     await this.clock.sleep(this.latencyMs / 2);
-    const tat = this.tat;
-    const result: TatUpdate =
-      tat !== undefined && tat >= nowMs && tat <= latestTat
-        ? { booked: true, tat: (this.tat = tat + intervalMs) }
-        : { booked: false, tat };
-    return this.answer(result);
-  }
-
-  async restart(nowMs: number, nextTat: number): Promise<TatUpdate> {
-    await this.clock.sleep(this.latencyMs / 2);
-    const tat = this.tat;
-    const result: TatUpdate =
-      tat === undefined || tat < nowMs
-        ? { booked: true, tat: (this.tat = nextTat) }
-        : { booked: false, tat };
-    return this.answer(result);
-  }
-
-  private async answer(result: TatUpdate): Promise<TatUpdate> {
+    const applied = applyBudgetWrite(this.item, write);
+    this.item = applied.item;
     this.stats.writes++;
-    if (!result.booked) this.stats.refused++;
+    if (!applied.update.booked) this.stats.refused++;
     await this.clock.sleep(this.latencyMs / 2);
-    return result;
+    return applied.update;
   }
 }
 
@@ -63,9 +52,21 @@ export function budgetOn(
   item: FakeTatItem,
   spec: RegistrationBudgetSpec,
   clock: VirtualClock,
+  /** false: first come, first served (the budget before issue 32). */
+  perNamespace = true,
 ): RegistrationBudget {
-  return new RegistrationBudget(new TatBudgetStore(item), spec, {
-    nowMs: () => clock.now().getTime(),
-    sleep: (ms) => clock.sleep(ms),
-  });
+  return new RegistrationBudget(
+    new TatBudgetStore(item),
+    spec,
+    {
+      nowMs: () => clock.now().getTime(),
+      sleep: (ms) => {
+        const namespace = registrationNamespace.getStore() ?? '';
+        const waits = item.stats.waitMsByNamespace;
+        waits.set(namespace, (waits.get(namespace) ?? 0) + ms);
+        return clock.sleep(ms);
+      },
+    },
+    { perNamespace },
+  );
 }

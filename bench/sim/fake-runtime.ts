@@ -89,7 +89,10 @@ export class FakeQueue {
     this.fair = options.fair ?? true;
   }
 
-  /** Looks like an SQSClient to SqsWorkQueue: SendMessageBatch and ChangeMessageVisibility. */
+  /**
+   * Looks like an SQSClient to SqsWorkQueue: SendMessageBatch, ChangeMessageVisibility and
+   * DeleteMessageBatch.
+   */
   asSqsClient(): SQSClient {
     return {
       send: async (command: object) => {
@@ -116,6 +119,19 @@ export class FakeQueue {
               this.setVisibleAt(message, this.clock.ms + Number(input.VisibilityTimeout) * 1000);
             }
             return {};
+          }
+          case 'DeleteMessageBatchCommand': {
+            // A batch's messages deleted as their work ends (process-work.ts); latency as above.
+            const entries = input.Entries as { Id: string; ReceiptHandle: string }[];
+            this.stats.deletes++;
+            for (const entry of entries) {
+              const message = this.byReceipt.get(entry.ReceiptHandle);
+              if (message === undefined) continue;
+              this.endProcessing(message, this.clock.ms);
+              this.messages.delete(message.id);
+              this.byReceipt.delete(entry.ReceiptHandle);
+            }
+            return { Successful: entries.map((entry) => ({ Id: entry.Id })), Failed: [] };
           }
           default:
             throw new Error(`bench fake SQS: ${command.constructor.name} is not implemented`);

@@ -18,22 +18,57 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * ahead as registrations: when the budget is saturated, only removals still get in, so a node that
  * left (or may no longer serve a Service) leaves every NLB before new nodes join them.
  *
- * Cost: one DynamoDB write of a tiny item (1 WRU) per attempt, two when another instance changed
- * the item in between. When the table cannot be reached the per-process limiter decides (the
- * budget is a courtesy to AWS's bucket, which still protects itself by throttling).
+ * Fair between namespaces (issue 32, finding 9): the same write keeps each namespace's booked
+ * horizon (the `tat` after its latest booking) in one of 32 lane attributes of the item. A
+ * namespace whose latest slot is more than one second (`namespaceShareSlots`) ahead books no
+ * further slot it would wait for: the caller waits, unbooked, until it may, and then books behind
+ * what other namespaces booked meanwhile. So one namespace cannot fill the horizon ahead of a
+ * quiet Service elsewhere; alone, it still gets the whole rate. The rule and its reasons are in
+ * core/registration-slots.ts; the namespace is its key's (`withRegistrationScope`).
+ *
+ * Cost: one DynamoDB write of a small item (1 WRU) per attempt, two when another instance changed
+ * the item in between; a call waiting its namespace's turn writes again when the turn comes, and
+ * once more each time another instance's call of the same namespace took the turn first. When
+ * the table cannot be reached the per-process limiter decides (the budget is a courtesy to AWS's
+ * bucket, which still protects itself by throttling).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { RequeueAfterError } from '../core/errors';
+import { parseServiceKey } from '../core/keys';
+import {
+  bookFairSlot,
+  budgetWrite,
+  itemValues,
+  laneHorizonSeconds,
+  namespaceLanes,
+  slotRule,
+  type BudgetLane,
+  type BudgetWrite,
+  type Booking,
+  type RegistrationBudgetSpec,
+  type SlotRule,
+  type TatUpdate,
+} from '../core/registration-slots';
+
+export {
+  applyBudgetWrite,
+  bookFairSlot,
+  bookSlot,
+  laneHorizonSeconds,
+  latestBookableTat,
+  namespaceLanes,
+  namespaceShareSlots,
+  slotRule,
+  type BudgetLane,
+  type BudgetWrite,
+  type Booking,
+  type RegistrationBudgetSpec,
+  type SlotRule,
+  type TatUpdate,
+} from '../core/registration-slots';
 
 export const registrationBudgetPk = 'budget#elbv2-registration';
-
-export interface RegistrationBudgetSpec {
-  /** Calls per second shared by all instances. */
-  readonly perSecond: number;
-  /** Calls an idle budget lets through at once. */
-  readonly burst: number;
-}
 
 /**
  * AWS's bucket refills at 4/s; a burst of 10 of its 20 tokens leaves room for the calls of other
@@ -41,109 +76,55 @@ export interface RegistrationBudgetSpec {
  */
 export const defaultRegistrationBudget: RegistrationBudgetSpec = { perSecond: 4, burst: 10 };
 
-export type BudgetLane = 'register' | 'deregister';
-
-/** How far ahead each lane may book, in seconds: removals get the longer horizon. */
-export const laneHorizonSeconds: Readonly<Record<BudgetLane, number>> = {
-  register: 10,
-  deregister: 20,
-};
-
-/** The slot arithmetic's parameters for one lane, in ms. */
-export interface SlotRule {
-  /** Between two calls at the sustained rate. */
-  readonly intervalMs: number;
-  /** How far `tat` may run ahead of a call that still goes at once (the burst). */
-  readonly toleranceMs: number;
-  /** Slots further ahead than this are not booked. */
-  readonly horizonMs: number;
-}
-
-export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRule {
-  const intervalMs = 1000 / spec.perSecond;
-  return {
-    intervalMs,
-    toleranceMs: (Math.max(1, spec.burst) - 1) * intervalMs,
-    horizonMs: laneHorizonSeconds[lane] * 1000,
-  };
-}
-
-export type Booking =
-  /** Booked: call at `atMs`; the item's `tat` becomes `tat`. */
-  | { readonly kind: 'slot'; readonly atMs: number; readonly tat: number }
-  /** Not booked: the next slot is past the horizon; try again in `inMs`. */
-  | { readonly kind: 'later'; readonly inMs: number };
-
-/**
- * GCRA: a call at `nowMs` against the stored `tat` (undefined: never used). A `tat` in the past
- * means an idle budget: it restarts from now, so idle time never adds up beyond the burst.
- */
-export function bookSlot(tat: number | undefined, nowMs: number, rule: SlotRule): Booking {
-  const base = tat === undefined || tat < nowMs ? nowMs : tat;
-  const atMs = Math.max(nowMs, base - rule.toleranceMs);
-  if (atMs - nowMs > rule.horizonMs) return { kind: 'later', inMs: atMs - nowMs - rule.horizonMs };
-  return { kind: 'slot', atMs, tat: base + rule.intervalMs };
-}
-
-/** The greatest stored `tat` that still gives a slot within the horizon (the busy update's guard). */
-export function latestBookableTat(nowMs: number, rule: SlotRule): number {
-  return nowMs + rule.toleranceMs + rule.horizonMs;
-}
-
 /** Books slots for the budget (the state table in AWS; virtual time in the benchmark). */
 export interface BudgetStore {
-  book(nowMs: number, rule: SlotRule): Promise<Booking>;
+  /** `namespace`: whose booking it is (fair share); undefined: first come, first served. */
+  book(nowMs: number, rule: SlotRule, namespace?: string): Promise<Booking>;
 }
 
-/** What a conditional update of the budget item returns: the new `tat`, or the one that refused. */
-export type TatUpdate =
-  | { readonly booked: true; readonly tat: number }
-  | { readonly booked: false; readonly tat: number | undefined };
-
 /**
- * The budget item's two conditional updates, the only writes it gets. The benchmark implements
- * them on virtual time with the same conditions.
+ * The budget item's conditional writes (core/registration-slots.ts, `BudgetWrite`). The benchmark
+ * applies them on virtual time with `applyBudgetWrite`.
  */
 export interface TatItem {
-  /** Busy: `tat = tat + interval` if `nowMs <= tat <= latestTat`. */
-  advance(nowMs: number, latestTat: number, intervalMs: number): Promise<TatUpdate>;
-  /** Idle (or new): `tat = nextTat` if there is no `tat` or `tat < nowMs`. */
-  restart(nowMs: number, nextTat: number): Promise<TatUpdate>;
+  write(write: BudgetWrite): Promise<TatUpdate>;
 }
 
 /**
  * Books slots with one conditional update per call. Which update applies depends on `tat`, which
  * is not read first: the last value this instance saw picks one, and a refused update returns the
- * item's `tat`, which settles the choice (a second write at most, when another instance got there
- * in between).
+ * item, which settles the choice (a second write at most, when another instance got there in
+ * between) or says the namespace must book behind the others.
  */
 export class TatBudgetStore implements BudgetStore {
   private lastTat: number | undefined;
 
   constructor(private readonly item: TatItem) {}
 
-  async book(nowMs: number, rule: SlotRule): Promise<Booking> {
+  async book(nowMs: number, rule: SlotRule, namespace?: string): Promise<Booking> {
+    const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
     for (let attempt = 0; attempt < 4; attempt++) {
-      const known = this.lastTat;
-      const stored =
-        known === undefined || known < nowMs
-          ? await this.item.restart(nowMs, nowMs + rule.intervalMs)
-          : await this.item.advance(nowMs, latestBookableTat(nowMs, rule), rule.intervalMs);
-      this.lastTat = stored.tat;
+      const stored = await this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes));
       if (stored.booked) {
+        this.lastTat = stored.tat;
         const base = stored.tat - rule.intervalMs;
         return { kind: 'slot', atMs: Math.max(nowMs, base - rule.toleranceMs), tat: stored.tat };
       }
-      // The other update may apply now; past the horizon, neither will.
-      const booking = bookSlot(stored.tat, nowMs, rule);
-      if (booking.kind === 'later') return booking;
+      this.lastTat = stored.item.tat;
+      // The other update may apply now; past the horizon, or behind the others, neither will.
+      const booking = bookFairSlot(itemValues(stored.item, lanes), nowMs, rule);
+      if (booking.kind !== 'slot') return booking;
     }
     // Contended beyond reason: come back in a moment rather than spin on the item.
     return { kind: 'later', inMs: rule.intervalMs };
   }
 }
 
-/** The budget item in the state table (pk `budget#elbv2-registration`, attribute `tat`). */
+/**
+ * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, and the
+ * namespaces' booked horizons in `n0`…`n31` (32 numbers at most, whatever the namespaces: about
+ * 400 bytes, one write unit).
+ */
 export class DynamoTatItem implements TatItem {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -151,33 +132,60 @@ export class DynamoTatItem implements TatItem {
     private readonly pk: string = registrationBudgetPk,
   ) {}
 
-  advance(nowMs: number, latestTat: number, intervalMs: number): Promise<TatUpdate> {
+  write(write: BudgetWrite): Promise<TatUpdate> {
+    const names: Record<string, string> = {};
+    write.lanes.forEach((lane, i) => (names[`#l${i}`] = lane));
+    const setLanes = write.lanes.map((_, i) => `, #l${i} = `);
+    if (write.kind === 'restart') {
+      return this.update({
+        ConditionExpression: 'attribute_not_exists(tat) OR tat < :now',
+        UpdateExpression: `SET tat = :next${setLanes.map((set) => `${set}:next`).join('')}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: {
+          ':now': write.nowMs,
+          ':next': write.nextTat,
+        },
+      });
+    }
+    // Every SET reads the item as it was: each lane becomes the new tat.
+    const fair =
+      write.lanes.length === 0
+        ? ''
+        : ` AND (tat <= :immediate${write.lanes
+            .map((_, i) => ` OR attribute_not_exists(#l${i}) OR #l${i} <= :lane`)
+            .join('')})`;
     return this.update({
-      ConditionExpression: 'tat >= :now AND tat <= :latest',
-      UpdateExpression: 'SET tat = tat + :interval',
-      ExpressionAttributeValues: { ':now': nowMs, ':latest': latestTat, ':interval': intervalMs },
-    });
-  }
-
-  restart(nowMs: number, nextTat: number): Promise<TatUpdate> {
-    return this.update({
-      ConditionExpression: 'attribute_not_exists(tat) OR tat < :now',
-      UpdateExpression: 'SET tat = :next',
-      ExpressionAttributeValues: { ':now': nowMs, ':next': nextTat },
+      ConditionExpression: `tat >= :now AND tat <= :latest${fair}`,
+      UpdateExpression: `SET tat = tat + :interval${setLanes.map((set) => `${set}tat + :interval`).join('')}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: {
+        ':now': write.nowMs,
+        ':latest': write.latestTat,
+        ':interval': write.intervalMs,
+        ...(write.lanes.length === 0
+          ? {}
+          : {
+              ':immediate': write.immediateTat,
+              ':lane': write.latestLane,
+            }),
+      },
     });
   }
 
   private async update(expression: {
     ConditionExpression: string;
     UpdateExpression: string;
+    ExpressionAttributeNames: Record<string, string>;
     ExpressionAttributeValues: Record<string, number>;
   }): Promise<TatUpdate> {
+    const { ExpressionAttributeNames, ...rest } = expression;
     try {
       const result = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: this.pk },
-          ...expression,
+          ...rest,
+          ...(Object.keys(ExpressionAttributeNames).length > 0 ? { ExpressionAttributeNames } : {}),
           ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -186,8 +194,12 @@ export class DynamoTatItem implements TatItem {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // The document client does not unmarshall the item a refused condition returns.
-      const tat = (error.Item as { tat?: { N?: string } } | undefined)?.tat?.N;
-      return { booked: false, tat: tat === undefined ? undefined : Number(tat) };
+      const stored = (error.Item ?? {}) as Record<string, { N?: string } | undefined>;
+      const item: Record<string, number | undefined> = {};
+      for (const [name, value] of Object.entries(stored)) {
+        if (value?.N !== undefined) item[name] = Number(value.N);
+      }
+      return { booked: false, item };
     }
   }
 }
@@ -210,39 +222,130 @@ export const systemTimer: BudgetTimer = {
  */
 export const registrationDeadline = new AsyncLocalStorage<number>();
 
+/**
+ * The namespace the current sync books for (its key's), so that the budget shares its slots
+ * fairly between namespaces. Set with the deadline around each key's passes; none (a call outside
+ * a key's sync): first come, first served.
+ */
+export const registrationNamespace = new AsyncLocalStorage<string>();
+
+/** Runs a key's passes with its registration deadline and namespace. */
+export function withRegistrationScope<T>(key: string, deadlineMs: number, run: () => T): T {
+  let namespace: string | undefined;
+  try {
+    namespace = parseServiceKey(key).namespace;
+  } catch {
+    // The sync refuses the key itself; its calls, if any, are unscoped.
+  }
+  const withDeadline = () => registrationDeadline.run(deadlineMs, run);
+  return namespace === undefined
+    ? withDeadline()
+    : registrationNamespace.run(namespace, withDeadline);
+}
+
+export interface RegistrationBudgetOptions {
+  /**
+   * Share the slots fairly between namespaces (the default); false: first come, first served, as
+   * before issue 32 (the benchmark's comparison).
+   */
+  readonly perNamespace?: boolean;
+}
+
 /** Books a slot for each RegisterTargets/DeregisterTargets attempt and waits for it. */
 export class RegistrationBudget {
+  /**
+   * Per namespace, when this instance's last caller waiting behind the other namespaces tries
+   * again: its callers take turns one interval apart instead of all writing at the same moment.
+   */
+  private readonly turns = new Map<string, number>();
+
   constructor(
     private readonly store: BudgetStore,
     readonly spec: RegistrationBudgetSpec,
     private readonly timer: BudgetTimer = systemTimer,
+    private readonly options: RegistrationBudgetOptions = {},
   ) {}
 
   /**
    * Resolves at the attempt's slot; throws RequeueAfterError when the budget is booked past the
-   * lane's horizon, and the store's own error when it cannot be reached.
+   * lane's horizon, and the store's own error when it cannot be reached. A namespace that holds
+   * its share of future slots waits, unbooked, until it may book again (behind the bookings other
+   * namespaces made meanwhile), within the same horizon.
    */
   async take(operation: string): Promise<void> {
     const lane: BudgetLane = operation.startsWith('Deregister') ? 'deregister' : 'register';
-    const nowMs = this.timer.nowMs();
     const rule = slotRule(this.spec, lane);
-    // Within a sync, no slot past its registration deadline: the horizon bounds one call, and a
-    // sync makes several one after another.
+    const namespace =
+      this.options.perNamespace === false ? undefined : registrationNamespace.getStore();
+    const startedMs = this.timer.nowMs();
+    // A caller of a namespace whose callers here already wait their turn queues behind them.
+    const queued = namespace === undefined ? undefined : this.turns.get(namespace);
+    if (namespace !== undefined && queued !== undefined && queued > startedMs) {
+      await this.waitTurn(namespace, queued + rule.intervalMs, startedMs, rule, operation);
+    }
+    for (;;) {
+      const nowMs = this.timer.nowMs();
+      // Within a sync, no slot past its registration deadline: the horizon bounds one call, and
+      // a sync makes several one after another. Waiting behind other namespaces counts too.
+      const deadline = registrationDeadline.getStore();
+      const horizonMs = Math.max(
+        0,
+        Math.min(
+          rule.horizonMs - (nowMs - startedMs),
+          deadline === undefined ? Number.POSITIVE_INFINITY : deadline - nowMs,
+        ),
+      );
+      const booking = await this.store.book(nowMs, { ...rule, horizonMs }, namespace);
+      if (booking.kind === 'later') {
+        // Come back when the slot would be within the lane's own horizon, not the deadline's.
+        const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));
+        throw new RequeueAfterError(
+          `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead${namespace === undefined ? '' : ` for namespace ${namespace}`}; ${operation} waits ${seconds} s`,
+          seconds,
+        );
+      }
+      if (booking.kind === 'behind') {
+        // The namespace's turn: when its latest slot is within its share, and one interval
+        // after this instance's callers of it that wait already.
+        const last = namespace === undefined ? undefined : this.turns.get(namespace);
+        const turnMs = Math.max(
+          nowMs + booking.inMs,
+          last !== undefined && last > nowMs ? last + rule.intervalMs : 0,
+        );
+        await this.waitTurn(namespace ?? '', turnMs, startedMs, rule, operation);
+        continue;
+      }
+      const wait = booking.atMs - this.timer.nowMs();
+      if (wait > 0) await this.timer.sleep(wait);
+      return;
+    }
+  }
+
+  /** Waits until `turnMs`, holding the turn, or ends requeue-after when that is past the horizon. */
+  private async waitTurn(
+    namespace: string,
+    turnMs: number,
+    startedMs: number,
+    rule: SlotRule,
+    operation: string,
+  ): Promise<void> {
     const deadline = registrationDeadline.getStore();
-    const horizonMs =
-      deadline === undefined
-        ? rule.horizonMs
-        : Math.max(0, Math.min(rule.horizonMs, deadline - nowMs));
-    const booking = await this.store.book(nowMs, { ...rule, horizonMs });
-    if (booking.kind === 'later') {
-      // Come back when the slot would be within the lane's own horizon, not the deadline's.
-      const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));
+    if (turnMs - startedMs > rule.horizonMs || (deadline !== undefined && turnMs > deadline)) {
+      const seconds = Math.max(1, Math.ceil((turnMs - startedMs - rule.horizonMs) / 1000));
       throw new RequeueAfterError(
-        `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead; ${operation} waits ${seconds} s`,
+        `namespace ${namespace} holds its share of the ELBv2 registration budget (${this.spec.perSecond}/s); ${operation} waits ${seconds} s`,
         seconds,
       );
     }
-    const wait = booking.atMs - this.timer.nowMs();
-    if (wait > 0) await this.timer.sleep(wait);
+    this.takeTurn(namespace, turnMs);
+    await this.timer.sleep(turnMs - this.timer.nowMs());
+  }
+
+  private takeTurn(namespace: string, atMs: number): void {
+    if (this.turns.size > 1000) {
+      const nowMs = this.timer.nowMs();
+      for (const [ns, turn] of this.turns) if (turn <= nowMs) this.turns.delete(ns);
+    }
+    this.turns.set(namespace, Math.max(atMs, this.turns.get(namespace) ?? 0));
   }
 }

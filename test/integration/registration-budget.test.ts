@@ -13,6 +13,7 @@ import { readNlbState } from '../../functions/aws/nlb-state';
 import {
   DynamoTatItem,
   latestBookableTat,
+  namespaceLanes,
   registrationBudgetPk,
   slotRule,
   TatBudgetStore,
@@ -91,6 +92,74 @@ describe('the registration budget on the state table (moto DynamoDB)', () => {
     );
     expect(item.Item?.tat).toBe(latestBookableTat(t0, rule) + rule.intervalMs);
     expect(slots.filter((at) => at === t0)).toHaveLength(spec.burst);
+  });
+});
+
+describe('the registration budget shared fairly between namespaces (moto DynamoDB)', () => {
+  it('a namespace that books a burst holds at most its share ahead; another namespace, on another instance, books right behind it, in one write', async () => {
+    const account = new MotoAccount();
+    const clients = [account.client(DynamoDBClient), account.client(DynamoDBClient)];
+    serialized(clients);
+    await clients[0]!.send(
+      new CreateTableCommand({
+        TableName: 'state',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
+    const doc = DynamoDBDocumentClient.from(clients[0]!);
+    let writes = 0;
+    clients[1]!.middlewareStack.add(
+      (next: FinalizeHandler<object, MetadataBearer>) =>
+        (args: FinalizeHandlerArguments<object>) => {
+          writes++;
+          return next(args);
+        },
+      { step: 'finalizeRequest', name: 'countWrites' },
+    );
+    const t0 = Date.now();
+    const rule = slotRule(spec, 'register');
+    const [hogStore, quietStore] = clients.map(
+      (client) =>
+        new TatBudgetStore(new DynamoTatItem(DynamoDBDocumentClient.from(client), 'state')),
+    );
+    const hog = 'tenant-a';
+    const hogLanes = namespaceLanes(hog);
+    const quiet = Array.from({ length: 50 }, (_, i) => `quiet-${i}`).find((ns) =>
+      namespaceLanes(ns).every((lane) => !hogLanes.includes(lane)),
+    )!;
+    // The hog's workers all ask at once (time stands still): first come, first served, they would
+    // book the whole 10 s horizon.
+    const hogBookings = await Promise.all(
+      Array.from({ length: 50 }, () => hogStore!.book(t0, rule, hog)),
+    );
+    const hogSlots = hogBookings.flatMap((b) => (b.kind === 'slot' ? [b.atMs - t0] : []));
+    expect(hogSlots.filter((at) => at === 0)).toHaveLength(spec.burst);
+    expect(Math.max(...hogSlots)).toBe(rule.shareMs + rule.intervalMs);
+    expect(hogBookings.filter((b) => b.kind === 'behind')).toHaveLength(
+      50 - spec.burst - rule.shareMs / rule.intervalMs - 1,
+    );
+    // Another instance, another namespace: its slot is the next one, 1.5 s ahead, not 10 s.
+    // A first (refused) write tells this instance where the item is, as a warm instance knows.
+    await quietStore!.book(t0 - 60_000, rule, quiet);
+    writes = 0;
+    expect(await quietStore!.book(t0, rule, quiet)).toMatchObject({
+      kind: 'slot',
+      atMs: t0 + rule.shareMs + 2 * rule.intervalMs,
+    });
+    expect(writes).toBe(1);
+    // The hog's next slot comes after it.
+    expect(await hogStore!.book(t0 + rule.intervalMs, rule, hog)).toMatchObject({
+      kind: 'slot',
+      atMs: t0 + rule.shareMs + 3 * rule.intervalMs,
+    });
+    const item = await doc.send(
+      new GetCommand({ TableName: 'state', Key: { pk: registrationBudgetPk } }),
+    );
+    const attributes = Object.keys(item.Item ?? {}).filter((k) => k !== 'pk' && k !== 'tat');
+    expect(attributes.sort()).toEqual([...hogLanes, ...namespaceLanes(quiet)].sort());
+    expect(item.Item?.[hogLanes[0]]).toBe(item.Item?.tat);
   });
 });
 

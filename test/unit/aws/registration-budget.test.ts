@@ -1,12 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
+  applyBudgetWrite,
   bookSlot,
   latestBookableTat,
   RegistrationBudget,
   registrationDeadline,
+  namespaceLanes,
+  registrationNamespace,
   slotRule,
+  withRegistrationScope,
   TatBudgetStore,
+  type BudgetWrite,
   type TatItem,
   type TatUpdate,
 } from '../../../functions/aws/registration-budget';
@@ -15,27 +20,21 @@ const spec = { perSecond: 4, burst: 10 };
 const register = slotRule(spec, 'register');
 const deregister = slotRule(spec, 'deregister');
 
-/** The item's two conditional updates as DynamoDB applies them (atomically, one at a time). */
+/** The item's conditional writes as DynamoDB applies them (atomically, one at a time). */
 class MemoryTatItem implements TatItem {
-  tat: number | undefined;
+  values: Record<string, number | undefined> = {};
   writes = 0;
-  advance(nowMs: number, latestTat: number, intervalMs: number): Promise<TatUpdate> {
-    this.writes++;
-    const tat = this.tat;
-    if (tat !== undefined && tat >= nowMs && tat <= latestTat) {
-      this.tat = tat + intervalMs;
-      return Promise.resolve({ booked: true, tat: this.tat });
-    }
-    return Promise.resolve({ booked: false, tat });
+  get tat(): number | undefined {
+    return this.values.tat;
   }
-  restart(nowMs: number, nextTat: number): Promise<TatUpdate> {
+  set tat(tat: number | undefined) {
+    this.values = { ...this.values, tat };
+  }
+  write(write: BudgetWrite): Promise<TatUpdate> {
     this.writes++;
-    const tat = this.tat;
-    if (tat === undefined || tat < nowMs) {
-      this.tat = nextTat;
-      return Promise.resolve({ booked: true, tat: nextTat });
-    }
-    return Promise.resolve({ booked: false, tat });
+    const applied = applyBudgetWrite(this.values, write);
+    this.values = { ...applied.item };
+    return Promise.resolve(applied.update);
   }
 }
 
@@ -184,5 +183,73 @@ describe('RegistrationBudget', () => {
     // With time left before the deadline, the same slot is booked and waited for.
     await registrationDeadline.run(9_000, () => budget.take('RegisterTargets'));
     expect(waits).toEqual([8_000]);
+  });
+  it('a namespace over its share waits behind the others, unbooked, while another namespace books at once', async () => {
+    const now = { ms: 0 };
+    const item = new MemoryTatItem();
+    const hog = namespaceLanes('hog');
+    // A namespace with no lane in common with the hog's.
+    const quiet = Array.from({ length: 50 }, (_, i) => `quiet-${i}`).find((ns) =>
+      namespaceLanes(ns).every((lane) => !hog.includes(lane)),
+    )!;
+    // The hog made the latest bookings: its latest slot is 3 s ahead.
+    const tat = register.toleranceMs + register.intervalMs + 3_000;
+    item.values = { tat, [hog[0]]: tat, [hog[1]]: tat };
+    const { budget, waits } = budgetAt(now, item);
+    await registrationNamespace.run(quiet, () => budget.take('RegisterTargets'));
+    expect(waits).toEqual([3_250]);
+    // At the same moment, the hog waits until its latest slot is within a second (2 s), then
+    // books behind the quiet call (at 3.5 s).
+    now.ms = 0;
+    await registrationNamespace.run('hog', () => budget.take('RegisterTargets'));
+    expect(waits.slice(1)).toEqual([2_000, 1_500]);
+    expect(item.writes).toBeLessThanOrEqual(5);
+  });
+
+  it('first come, first served without a namespace, or when fairness is off', async () => {
+    const hog = namespaceLanes('hog');
+    const far = latestBookableTat(0, register) - 500;
+    const fill = (item: MemoryTatItem) =>
+      (item.values = { tat: far, [hog[0]]: far, [hog[1]]: far });
+    for (const perNamespace of [false, true]) {
+      const now = { ms: 0 };
+      const item = new MemoryTatItem();
+      fill(item);
+      const waits: number[] = [];
+      const budget = new RegistrationBudget(
+        new TatBudgetStore(item),
+        spec,
+        {
+          nowMs: () => now.ms,
+          sleep: (ms) => {
+            waits.push(ms);
+            now.ms += ms;
+            return Promise.resolve();
+          },
+        },
+        { perNamespace },
+      );
+      if (perNamespace) await budget.take('RegisterTargets');
+      else await registrationNamespace.run('quiet', () => budget.take('RegisterTargets'));
+      expect(waits).toEqual([far - register.toleranceMs]);
+    }
+  });
+
+  it("the key's namespace is the one booking (withRegistrationScope)", async () => {
+    const seen: (string | undefined)[] = [];
+    const store = {
+      book: (_now: number, _rule: unknown, namespace?: string) => {
+        seen.push(namespace);
+        return Promise.resolve({ kind: 'slot' as const, atMs: 0, tat: 250 });
+      },
+    };
+    const budget = new RegistrationBudget(store, spec, {
+      nowMs: () => 0,
+      sleep: () => Promise.resolve(),
+    });
+    await withRegistrationScope('team-a/web', 30_000, () => budget.take('RegisterTargets'));
+    await withRegistrationScope('not a key', 30_000, () => budget.take('RegisterTargets'));
+    await budget.take('DeregisterTargets');
+    expect(seen).toEqual(['team-a', undefined, undefined]);
   });
 });

@@ -1,0 +1,250 @@
+/**
+ * The registration budget's slot rule, pure (functions/aws/registration-budget.ts is the adapter
+ * that stores it in one DynamoDB item; the benchmark keeps it on virtual time).
+ *
+ * Global part: the "generic cell rate algorithm". The item holds the theoretical arrival time `tat`
+ * (epoch ms) of the next call at the budget's rate; a booking moves it on by one interval and the
+ * caller waits for its slot. That is a token bucket of `burst` tokens refilled at `perSecond`.
+ *
+ * Fair part (issue 32, finding 9): first come, first served let one namespace book the whole
+ * horizon ahead, so a Service in another namespace waited behind all of it. The item also keeps,
+ * for each namespace, its booked horizon: the `tat` just after its latest booking. A namespace
+ * whose latest slot is more than `shareMs` (1 s) ahead of now books no further slot it would have
+ * to wait for until that slot comes within `shareMs`: it books behind what the other namespaces
+ * booked meanwhile. A slot that is free at once (the burst) is never refused, so a namespace alone
+ * still gets the whole rate; with several busy namespaces each holds at most one slot past its
+ * share, the backlog stays about `shareMs` plus one interval per busy namespace, and a quiet
+ * namespace's call waits that long, not the whole horizon.
+ *
+ * The horizons are kept per lane, not per namespace, so the item stays the same size whatever the
+ * number of namespaces: each namespace hashes to one lane in each of two rows of 16 (a count-min
+ * sketch), and its horizon is the lower of its two lanes. Two namespaces share both lanes with a
+ * chance of 1 in 256; they are then limited as one, never more than first come, first served.
+ */
+
+export interface RegistrationBudgetSpec {
+  /** Calls per second shared by all instances. */
+  readonly perSecond: number;
+  /** Calls an idle budget lets through at once. */
+  readonly burst: number;
+}
+
+export type BudgetLane = 'register' | 'deregister';
+
+/** How far ahead each lane may book, in seconds: removals get the longer horizon. */
+export const laneHorizonSeconds: Readonly<Record<BudgetLane, number>> = {
+  register: 10,
+  deregister: 20,
+};
+
+/**
+ * How many slots past the burst one namespace may hold ahead of now before its next booking waits
+ * behind the others' (4: one second at AWS's 4/s).
+ */
+export const namespaceShareSlots = 4;
+
+/** The slot arithmetic's parameters for one lane, in ms. */
+export interface SlotRule {
+  /** Between two calls at the sustained rate. */
+  readonly intervalMs: number;
+  /** How far `tat` may run ahead of a call that still goes at once (the burst). */
+  readonly toleranceMs: number;
+  /** Slots further ahead than this are not booked. */
+  readonly horizonMs: number;
+  /** How far ahead of now one namespace's latest slot may be for it to book one it waits for. */
+  readonly shareMs: number;
+}
+
+export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRule {
+  const intervalMs = 1000 / spec.perSecond;
+  return {
+    intervalMs,
+    toleranceMs: (Math.max(1, spec.burst) - 1) * intervalMs,
+    horizonMs: laneHorizonSeconds[lane] * 1000,
+    shareMs: namespaceShareSlots * intervalMs,
+  };
+}
+
+export type Booking =
+  /** Booked: call at `atMs`; the item's `tat` becomes `tat`. */
+  | { readonly kind: 'slot'; readonly atMs: number; readonly tat: number }
+  /** Not booked: the next slot is past the horizon; try again in `inMs` (through the queue). */
+  | { readonly kind: 'later'; readonly inMs: number }
+  /**
+   * Not booked: the namespace already holds its share of future slots; book again in `inMs`
+   * (within the horizon, so the caller waits for it instead of going back to the queue).
+   */
+  | { readonly kind: 'behind'; readonly inMs: number };
+
+/**
+ * GCRA: a call at `nowMs` against the stored `tat` (undefined: never used). A `tat` in the past
+ * means an idle budget: it restarts from now, so idle time never adds up beyond the burst.
+ */
+export function bookSlot(tat: number | undefined, nowMs: number, rule: SlotRule): Booking {
+  const base = tat === undefined || tat < nowMs ? nowMs : tat;
+  const atMs = Math.max(nowMs, base - rule.toleranceMs);
+  if (atMs - nowMs > rule.horizonMs) return { kind: 'later', inMs: atMs - nowMs - rule.horizonMs };
+  return { kind: 'slot', atMs, tat: base + rule.intervalMs };
+}
+
+/** The greatest stored `tat` that still gives a slot within the horizon (the busy update's guard). */
+export function latestBookableTat(nowMs: number, rule: SlotRule): number {
+  return nowMs + rule.toleranceMs + rule.horizonMs;
+}
+
+/** The greatest stored `tat` whose slot is free at once (no waiting, so no fairness check). */
+export function latestImmediateTat(nowMs: number, rule: SlotRule): number {
+  return nowMs + rule.toleranceMs;
+}
+
+/**
+ * A lane holds its namespace's booked horizon: the `tat` just after the namespace's latest
+ * booking. The namespace may book a slot it must wait for when that is at most this: its latest
+ * slot (the horizon less one interval and the tolerance) within `shareMs` of now.
+ */
+export function latestLaneHorizon(nowMs: number, rule: SlotRule): number {
+  return nowMs + rule.shareMs + rule.toleranceMs + rule.intervalMs;
+}
+
+/** The item's attributes a namespace's booked horizon is kept in: one per row. */
+export function namespaceLanes(namespace: string): readonly [string, string] {
+  const h = mix32(fnv1a(namespace));
+  return [`n${h & 15}`, `n${16 + ((h >>> 16) & 15)}`];
+}
+
+/** Every lane attribute, so a reader knows the item's whole shape (32 numbers at most). */
+export const laneAttributes: readonly string[] = Array.from({ length: 32 }, (_, i) => `n${i}`);
+
+/** The stored values a booking reads: `tat`, and the namespace's lanes (none: no fairness). */
+export interface BudgetItemValues {
+  readonly tat: number | undefined;
+  /** The booked horizons of the namespace's lanes, in `namespaceLanes` order. */
+  readonly lanes: readonly (number | undefined)[];
+}
+
+/**
+ * The fair booking: the GCRA slot, unless the slot must be waited for and the namespace's latest
+ * slot is already more than `shareMs` ahead. With no lanes (no namespace) it is `bookSlot`.
+ */
+export function bookFairSlot(item: BudgetItemValues, nowMs: number, rule: SlotRule): Booking {
+  const booking = bookSlot(item.tat, nowMs, rule);
+  if (booking.kind !== 'slot' || booking.atMs <= nowMs || item.lanes.length === 0) return booking;
+  const horizon = Math.min(...item.lanes.map((lane) => lane ?? Number.NEGATIVE_INFINITY));
+  const inMs = horizon - latestLaneHorizon(nowMs, rule);
+  if (inMs <= 0) return booking;
+  // Its latest slot comes within the share in `inMs`; past the horizon, come back through the queue.
+  return inMs > rule.horizonMs
+    ? { kind: 'later', inMs: inMs - rule.horizonMs }
+    : { kind: 'behind', inMs };
+}
+
+/**
+ * The budget item's two conditional writes, the only writes it gets, as data: DynamoTatItem turns
+ * one into an UpdateItem, and `applyBudgetWrite` applies it in memory (the benchmark, the tests).
+ * Both set every lane named to the new `tat`.
+ */
+export type BudgetWrite =
+  /** Idle (or new): `tat = nextTat` if there is no `tat` or `tat < nowMs`. The slot is now. */
+  | {
+      readonly kind: 'restart';
+      readonly nowMs: number;
+      readonly nextTat: number;
+      readonly lanes: readonly string[];
+    }
+  /**
+   * Busy: `tat = tat + interval` if `nowMs <= tat <= latestTat`, and, unless the slot is free at
+   * once (`tat <= immediateTat`), one of the lanes is absent or at most `latestLane`. The lanes
+   * become the new `tat`.
+   */
+  | {
+      readonly kind: 'advance';
+      readonly nowMs: number;
+      readonly latestTat: number;
+      readonly intervalMs: number;
+      readonly lanes: readonly string[];
+      readonly immediateTat: number;
+      readonly latestLane: number;
+    };
+
+/** The item's numbers by attribute: `tat` and the lanes. */
+export type BudgetItemAttributes = Readonly<Record<string, number | undefined>>;
+
+/** What a conditional write returns: the new `tat`, or the item that refused it. */
+export type TatUpdate =
+  | { readonly booked: true; readonly tat: number }
+  | { readonly booked: false; readonly item: BudgetItemAttributes };
+
+/** Plans the write for what this instance last saw of `tat` (undefined: nothing, or idle). */
+export function budgetWrite(
+  knownTat: number | undefined,
+  nowMs: number,
+  rule: SlotRule,
+  lanes: readonly string[],
+): BudgetWrite {
+  return knownTat === undefined || knownTat < nowMs
+    ? {
+        kind: 'restart',
+        nowMs,
+        nextTat: nowMs + rule.intervalMs,
+        lanes,
+      }
+    : {
+        kind: 'advance',
+        nowMs,
+        latestTat: latestBookableTat(nowMs, rule),
+        intervalMs: rule.intervalMs,
+        lanes,
+        immediateTat: latestImmediateTat(nowMs, rule),
+        latestLane: latestLaneHorizon(nowMs, rule),
+      };
+}
+
+/** A write applied as DynamoDB applies it: atomically, all of it or nothing. */
+export function applyBudgetWrite(
+  item: BudgetItemAttributes,
+  write: BudgetWrite,
+): { readonly update: TatUpdate; readonly item: BudgetItemAttributes } {
+  const tat = item.tat;
+  let next: number | undefined;
+  if (write.kind === 'restart') {
+    if (tat === undefined || tat < write.nowMs) next = write.nextTat;
+  } else if (tat !== undefined && tat >= write.nowMs && tat <= write.latestTat) {
+    const fair =
+      write.lanes.length === 0 ||
+      tat <= write.immediateTat ||
+      write.lanes.some((lane) => {
+        const value = item[lane];
+        return value === undefined || value <= write.latestLane;
+      });
+    if (fair) next = tat + write.intervalMs;
+  }
+  if (next === undefined) return { update: { booked: false, item }, item };
+  const updated: Record<string, number | undefined> = { ...item, tat: next };
+  for (const lane of write.lanes) updated[lane] = next;
+  return { update: { booked: true, tat: next }, item: updated };
+}
+
+/** The values a booking reads, from a refused write's item. */
+export function itemValues(item: BudgetItemAttributes, lanes: readonly string[]): BudgetItemValues {
+  return { tat: item.tat, lanes: lanes.map((lane) => item[lane]) };
+}
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** MurmurHash3's finaliser: every output bit depends on every input bit. */
+function mix32(value: number): number {
+  let h = value;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
