@@ -35,6 +35,9 @@ export const scenarioNames = [
   'adversarial: foreign resources in state',
   'adversarial: one namespace floods the queue',
   'adversarial: tenant policy violations',
+  'adversarial: oversized node selectors',
+  'adversarial: tenant policy bypasses',
+  'adversarial: foreign security groups',
   'AWS faults: security groups not visible yet',
   'AWS faults: target groups, load balancers and listeners not visible yet',
   'AWS faults: answers lost after the change was made',
@@ -43,6 +46,8 @@ export const scenarioNames = [
   'killed at every AWS call, restarted: update',
   'killed at every AWS call, restarted: delete',
   'half-done host updates and takeovers',
+  'adversarial: huge Services in one namespace',
+  'adversarial: one namespace hogs the registration budget',
 ] as const;
 
 const fragments = join('bench', 'results', '.reliability');
