@@ -6,6 +6,7 @@
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoStateStore, FinishResult, Lease } from '../../functions/aws/dynamo-state-store';
+import { keptPk } from '../../functions/aws/dynamo-state-store';
 import { BusyError } from '../../functions/core/errors';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
 import type { ServiceKey } from '../../functions/core/keys';
@@ -462,6 +463,14 @@ export class FakeStateTable {
       checkStorable: () => undefined,
       // A tombstone stays (DynamoDB's TTL removes it a day later).
       deleteService: (key) => recordWrite(key, undefined),
+      markKept: async (key, kept) => {
+        await this.call();
+        const item = this.item(keptPk(key.slice(0, key.indexOf('/'))));
+        const keys = new Set((item.keys as string[] | undefined) ?? []);
+        if (kept) keys.add(key);
+        else keys.delete(key);
+        item.keys = [...keys];
+      },
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: async () => {
         // The meta item, then the chunk (one chunk holds ~3,000 hosts).

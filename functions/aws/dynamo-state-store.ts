@@ -30,6 +30,7 @@ import { decodeRecord, encodeRecord } from './record-codec';
  * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`, `unverified`; `failures`, `failingSince` (ms), `retryAt` (ms), `lastPassAt` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
  * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
+ * | `kept#<namespace>`  | `keys`: the namespace's Service keys whose NLB deletion protection keeps (tenant policy counting) |
  * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
  *
@@ -105,6 +106,8 @@ const chunkBytes = 350_000;
 export const maxRecordBytes = 380 * 1024;
 
 export const servicePk = (key: ServiceKey) => `svc#${key}`;
+/** A namespace's load balancers kept by deletion protection: a string set `keys`. */
+export const keptPk = (namespace: string) => `kept#${namespace}`;
 /** A Service's lease: not `lease#`, which names the global leases. */
 export const serviceLeasePk = (key: ServiceKey) => `svclease#${key}`;
 /** How long a deleted record's tombstone stays (see the class comment). */
@@ -340,10 +343,43 @@ export class DynamoStateStore {
         storedRecordAttributes(record);
       },
       deleteService: (key) => this.deleteService(key, lease),
+      markKept: (key, kept) => this.markKept(key, kept),
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: () => this.getEligibleHosts(),
       putEligibleHosts: (hosts) => this.putEligibleHosts(hosts, lease),
     };
+  }
+
+  /**
+   * One UpdateItem on the namespace's `kept#` item: ADD or DELETE the key in its string set. Only
+   * deletes refused by deletion protection add, so the set holds the namespace's kept NLBs alone
+   * (an item per namespace that ever kept one; emptied, it stays as a bare key).
+   */
+  async markKept(key: ServiceKey, kept: boolean): Promise<void> {
+    const namespace = key.slice(0, key.indexOf('/'));
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: keptPk(namespace) },
+          UpdateExpression: kept ? 'ADD #keys :key' : 'DELETE #keys :key',
+          ExpressionAttributeNames: { '#keys': 'keys' },
+          ExpressionAttributeValues: { ':key': new Set([key]) },
+        }),
+      );
+    } catch (error) {
+      throw retryable(
+        error,
+        kept ? 'mark the load balancer kept' : 'unmark the kept load balancer',
+      );
+    }
+  }
+
+  /** The keys of the namespace's load balancers kept by deletion protection: one GetItem. */
+  async keptLoadBalancers(namespace: string): Promise<ServiceKey[]> {
+    const item = await this.get(keptPk(namespace));
+    const keys: unknown = item?.keys;
+    return keys instanceof Set ? [...(keys as Set<ServiceKey>)].sort() : [];
   }
 
   /** Reads the record without a lease (status views, uninstall): remembers nothing. */

@@ -372,7 +372,7 @@ export class NlbProvider implements LoadBalancerProvider {
         new TerminalError(
           `deletion protection: annotation ${attributesAnnotation} sets deletion_protection.enabled=true, so load balancer ${inventory.loadBalancerArns.join(', ')} is kept, with no targets; remove that key or set it to false to let the delete finish`,
         ),
-        { providerState: toProviderState(nlb) },
+        { providerState: toProviderState(nlb), keptByDeletionProtection: true },
       );
     }
     const remaining: NlbState = {};
@@ -444,9 +444,19 @@ export class NlbProvider implements LoadBalancerProvider {
    */
   private async drainKeptTargets(targetGroupArns: readonly string[], nlb: NlbState): Promise<void> {
     const recorded = Object.values(nlb.targetGroups ?? {});
+    const gone = (error: unknown) =>
+      isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException');
     try {
       for (const arn of targetGroupArns) {
-        const ids = await registeredTargetIds(this.clients.elbv2, arn);
+        // A group already gone has no targets to route anywhere.
+        const ids = await registeredTargetIds(
+          this.clients.elbv2,
+          arn,
+          (error) => error as Error,
+        ).catch((error: unknown) => {
+          if (gone(error)) return [];
+          throw error;
+        });
         for (let i = 0; i < ids.length; i += registerBatch) {
           const batch = ids.slice(i, i + registerBatch);
           await this.clients.elbv2.send(
@@ -459,9 +469,12 @@ export class NlbProvider implements LoadBalancerProvider {
         for (const tg of recorded) if (tg.arn === arn) tg.targets = [];
       }
     } catch (error) {
-      throw Object.assign(translateAwsError(error, 'deregister the kept load balancer targets'), {
-        providerState: toProviderState(nlb),
-      });
+      // A registration budget booked ahead is not a failure: the key comes back when it is due.
+      const translated =
+        error instanceof RequeueAfterError
+          ? error
+          : translateAwsError(error, 'deregister the kept load balancer targets');
+      throw Object.assign(translated, { providerState: toProviderState(nlb) });
     }
   }
 

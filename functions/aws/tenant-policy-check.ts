@@ -23,6 +23,11 @@ import type { Scheme } from './model/types';
 /** How long a function instance trusts a namespace's labels: a sweep over one namespace reads them once. */
 const labelsTtlMs = 30_000;
 
+/** The namespace's load balancers kept by deletion protection, by Service key (state table). */
+export interface KeptLoadBalancers {
+  keptLoadBalancers(namespace: string): Promise<readonly string[]>;
+}
+
 /** What the rest of an Ensure must still enforce once the policy has allowed the Service. */
 export interface TenantDecision {
   /**
@@ -53,6 +58,8 @@ export class TenantPolicyEnforcer {
     private readonly policy: TenantPolicy,
     private readonly claim: ClaimPolicy,
     private readonly namespaces: NamespaceDirectory,
+    /** The state table's list of kept NLBs: counted even once their Service objects are gone. */
+    private readonly kept: KeptLoadBalancers = { keptLoadBalancers: () => Promise.resolve([]) },
     private readonly now: () => number = Date.now,
   ) {
     this.fingerprint = stableHash(JSON.parse(JSON.stringify(policy)) as JsonValue);
@@ -88,7 +95,12 @@ export class TenantPolicyEnforcer {
       const ahead =
         max === 0
           ? 0
-          : servicesAhead(service, await this.namespaces.listServices(namespace), this.claim);
+          : servicesAhead(
+              service,
+              await this.namespaces.listServices(namespace),
+              this.claim,
+              await this.kept.keptLoadBalancers(namespace),
+            );
       const problem = servicesViolation(applied.rule, ahead, namespace);
       if (problem !== undefined) problems.push(problem);
     }

@@ -19,7 +19,8 @@
  * The horizons are kept per lane, not per namespace, so the item stays the same size whatever the
  * number of namespaces: each namespace hashes to one lane in each of two rows of 16 (a count-min
  * sketch), and its horizon is the lower of its two lanes. Two namespaces share both lanes with a
- * chance of 1 in 256; they are then limited as one, never more than first come, first served.
+ * chance of 1 in 256 (more often with many busy namespaces); they are then limited as one, never
+ * more than first come, first served.
  */
 
 export interface RegistrationBudgetSpec {

@@ -1,6 +1,10 @@
 import type { KubeConnection } from '../forwarder/in-cluster';
 import { streamListPage } from '../forwarder/list-stream';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
+import {
+  attributesAnnotation,
+  wantsDeletionProtection,
+} from '../aws/model/load-balancer-attributes';
 import { classFinalizer, upstreamFinalizer } from '../core/claim';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';
@@ -161,8 +165,9 @@ function servicePath(namespace: string, name: string): string {
 }
 
 /**
- * What a Service list keeps of each Service: identity, order, type and class, our finalizers and
- * a few load balancer addresses, never annotations, ports or ranges, whatever their size.
+ * What a Service list keeps of each Service: identity, order, type and class, our finalizers,
+ * whether deletion protection is asked for, and a few load balancer addresses; never the
+ * annotations themselves, ports or ranges, whatever their size.
  */
 export function serviceSummary(service: Service): ServiceSummary {
   const { name, namespace, uid, creationTimestamp, deletionTimestamp, finalizers } =
@@ -177,6 +182,10 @@ export function serviceSummary(service: Service): ServiceSummary {
       deletionTimestamp,
       // Each of ours once: a list of finalizers may repeat one many times.
       finalizers: [classFinalizer, upstreamFinalizer].filter((f) => finalizers?.includes(f)),
+      // Whether deletion protection keeps its NLB (counted by the tenant policy), not the value.
+      ...(wantsDeletionProtection(service)
+        ? { annotations: { [attributesAnnotation]: 'deletion_protection.enabled=true' } }
+        : {}),
     },
     spec: { type: service.spec?.type, loadBalancerClass: service.spec?.loadBalancerClass },
     ...(ingress === undefined

@@ -138,6 +138,7 @@ export function createRuntime(
     loadBalancerClass: config.loadBalancerClass,
     claimClassless: config.claimClassless,
   };
+  const store = new DynamoStateStore(doc, config.tableName, clock);
   const provider = new NlbProvider(
     { elbv2, ec2, tagging },
     {
@@ -149,7 +150,7 @@ export function createRuntime(
       defaultTags: config.aws.defaultTags,
     },
     config.tenantPolicy &&
-      new TenantPolicyEnforcer(config.tenantPolicy, claim, new HttpKubernetesApi(connect)),
+      new TenantPolicyEnforcer(config.tenantPolicy, claim, new HttpKubernetesApi(connect), store),
     { now: () => clock.now().getTime() },
   );
   let passes = 0;
@@ -157,7 +158,7 @@ export function createRuntime(
   return {
     config,
     provider,
-    store: new DynamoStateStore(doc, config.tableName, clock),
+    store,
     queue: new SqsWorkQueue(sqs, config.queueUrl, config.deadLetterQueueUrl),
     nodeQueue: new SqsWorkQueue(
       sqs,

@@ -30,6 +30,19 @@ export function providerStateOf(error: unknown): ProviderState | undefined {
   return typeof state === 'object' && state !== null ? (state as ProviderState) : undefined;
 }
 
+/**
+ * Whether a delete failed because deletion protection keeps the load balancer: the provider sets
+ * `keptByDeletionProtection` on that error, so the use case can count the NLB as kept.
+ */
+export function keptByDeletionProtection(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    'keptByDeletionProtection' in error &&
+    error.keptByDeletionProtection === true
+  );
+}
+
 /** What a load balancer looks like to the systems around the cluster (DNS, firewalls, chat). */
 export interface LoadBalancerSummary {
   readonly loadBalancerId: string;
@@ -173,7 +186,13 @@ export interface NamespaceDirectory {
 export interface ServiceSummary extends Service {
   readonly metadata: Pick<
     ObjectMeta,
-    'name' | 'namespace' | 'uid' | 'creationTimestamp' | 'deletionTimestamp' | 'finalizers'
+    | 'name'
+    | 'namespace'
+    | 'uid'
+    | 'creationTimestamp'
+    | 'deletionTimestamp'
+    | 'finalizers'
+    | 'annotations'
   >;
   readonly spec: Pick<ServiceSpec, 'type' | 'loadBalancerClass'>;
   readonly status?: {
@@ -234,6 +253,8 @@ export interface ServiceRecord {
   readonly warned?: { readonly spec: string; readonly message: string } | undefined;
   /** Deletion has started (its Deleting event was emitted): later passes only finish it. */
   readonly deleting?: boolean | undefined;
+  /** Deletion protection kept the load balancer, and it is marked on its namespace's kept list. */
+  readonly kept?: boolean | undefined;
   readonly updatedAt: string;
 }
 
@@ -251,6 +272,11 @@ export interface StateStore {
    */
   checkStorable(record: ServiceRecord): void;
   deleteService(key: ServiceKey): Promise<void>;
+  /**
+   * Adds the Service to (or takes it off) its namespace's list of load balancers kept by deletion
+   * protection, which the tenant policy counts whatever becomes of the Service object.
+   */
+  markKept(key: ServiceKey, kept: boolean): Promise<void>;
   listServiceHosts(): Promise<ServiceHostsState[]>;
   getEligibleHosts(): Promise<EligibleHosts | undefined>;
   putEligibleHosts(hosts: EligibleHosts): Promise<void>;

@@ -31,6 +31,7 @@ import { hostsForService, type SyncDependencies } from './dependencies';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import {
+  keptByDeletionProtection,
   providerStateOf,
   type EnsureResult,
   type ProviderState,
@@ -124,8 +125,11 @@ async function deleteRecorded(
     try {
       result = await deps.provider.ensureLoadBalancerDeleted(snapshot, record.provider);
     } catch (error) {
-      await keepFailedPass(pending, error, deps);
-      await emit(events.deleteFailed(errorMessage(error)));
+      await keepFailedPass(await markedIfKept(pending, error, deps), error, deps);
+      // Requeue-after is not a failure (docs/design.md §4): no Warning for it.
+      if (!(error instanceof RequeueAfterError)) {
+        await emit(events.deleteFailed(errorMessage(error)));
+      }
       return outcomeOf(error);
     }
     if (result.requeueAfterSeconds !== undefined) {
@@ -136,6 +140,7 @@ async function deleteRecorded(
       );
     }
     await emit(events.deleted);
+    if (record.kept === true) await deps.state.markKept(record.key, false);
     await deps.state.deleteService(record.key);
     announceDeleted(snapshot, record, result.loadBalancerId, deps);
     return done;
@@ -172,7 +177,9 @@ async function deleteBranch(
     try {
       result = await deps.provider.ensureLoadBalancerDeleted(service, record?.provider);
     } catch (error) {
-      if (pending !== undefined) await keepFailedPass(pending, error, deps);
+      if (pending !== undefined) {
+        await keepFailedPass(await markedIfKept(pending, error, deps), error, deps);
+      }
       throw error;
     }
     deletedId = result.loadBalancerId;
@@ -193,6 +200,7 @@ async function deleteBranch(
     // finalizers alone held is already gone, and a patch would find nothing.
     const heldByOthers = (service.metadata?.finalizers ?? []).some((f) => !finalizers.includes(f));
     if (!isBeingDeleted(service) || heldByOthers) await patchStatusIfChanged(service, {}, deps);
+    if (record?.kept === true) await deps.state.markKept(key, false);
     if (record !== undefined) await deps.state.deleteService(key);
   } catch (error) {
     // The old checkpoint must not survive the load balancer it described.
@@ -371,6 +379,8 @@ async function ensure(
     nodeSelector: record?.nodeSelector,
     announced: record?.announced,
     warned: record?.warned,
+    // Still counted as kept until the record goes (a kept NLB wanted again is the same NLB).
+    kept: record?.kept,
     updatedAt: deps.clock.now().toISOString(),
   };
   if (record === undefined) await deps.state.putService(pending);
@@ -515,6 +525,22 @@ async function keepPartialProviderState(
  * checkpoint cleared (and what the provider had created), so a spec flipped back to the last one
  * applied is not taken for in sync.
  */
+/**
+ * A delete deletion protection refused keeps the NLB with no Service that wants it: it is marked
+ * on its namespace's kept item, so `maxLoadBalancerServices` counts it even when the tenant strips
+ * our finalizer or the Service is gone (issue 32, finding 2). Marked once; the mark goes with the
+ * record.
+ */
+async function markedIfKept(
+  pending: ServiceRecord,
+  error: unknown,
+  deps: SyncDependencies,
+): Promise<ServiceRecord> {
+  if (!keptByDeletionProtection(error) || pending.kept === true) return pending;
+  await deps.state.markKept(pending.key, true);
+  return { ...pending, kept: true };
+}
+
 async function keepFailedPass(
   pending: ServiceRecord,
   error: unknown,

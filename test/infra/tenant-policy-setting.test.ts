@@ -50,7 +50,7 @@ describe('the tenantPolicy deployment setting', () => {
     [
       'a bad security group pattern',
       JSON.stringify({ default: { securityGroups: [''] } }),
-      /tenantPolicy\.default\.securityGroups\.0: .*security group ID or Name tag pattern/,
+      /tenantPolicy\.default\.securityGroups\.0: .*security group ID pattern .* or a Name tag pattern/,
     ],
   ])('refuses %s at synth, naming it', (_, given, expected) => {
     expect(() => settingsFromContext(context({ ...valid, tenantPolicy: given }))).toThrow(expected);

@@ -196,7 +196,7 @@ describe('the tenant policy through the runtime (moto + fake API server with the
     expect(await owners()).toEqual(['team-b/first', 'team-c/first']);
   });
 
-  it('counts a load balancer that deletion protection keeps after its Service turned ClusterIP or was deleted', async () => {
+  it('counts a load balancer that deletion protection keeps after its Service turned ClusterIP or was deleted, even once the tenant strips our finalizer', async () => {
     const protectedLb = annotated({ [aws('attributes')]: 'deletion_protection.enabled=true' });
     await create('team-e', 'kept', protectedLb);
     await create('team-f', 'kept', protectedLb);
@@ -214,6 +214,21 @@ describe('the tenant policy through the runtime (moto + fake API server with the
       expect((await warnings(namespace, 'kept')).join()).toContain(
         'deletion_protection.enabled=true, so load balancer',
       );
+    // The tenant strips our finalizer (its edit role allows it): team-f's Service is gone, team-e's
+    // no longer carries it. The state table still lists both kept NLBs.
+    for (const namespace of ['team-e', 'team-f']) {
+      await world.api.patchNamespacedService(
+        { name: 'kept', namespace, body: { metadata: { finalizers: null } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      await world.send({ v: 1, kind: 'service', key: `${namespace}/kept` });
+    }
+    await world.drain();
+    await expect(
+      world.api.readNamespacedService({ name: 'kept', namespace: 'team-f' }),
+    ).rejects.toMatchObject({ code: 404 });
+    expect(await world.runtime.store.keptLoadBalancers('team-e')).toEqual(['team-e/kept']);
+    expect(await world.runtime.store.keptLoadBalancers('team-f')).toEqual(['team-f/kept']);
 
     await create('team-e', 'next');
     await create('team-f', 'next');

@@ -403,6 +403,19 @@ export class InMemoryStateStore implements StateStore {
     return Promise.resolve();
   }
 
+  /** Namespace → the keys of its load balancers kept by deletion protection. */
+  readonly kept = new Map<string, Set<ServiceKey>>();
+
+  markKept(key: ServiceKey, kept: boolean): Promise<void> {
+    this.log.add('state', 'markKept', `${key} ${kept}`);
+    const namespace = key.slice(0, key.indexOf('/'));
+    const keys = this.kept.get(namespace) ?? new Set<ServiceKey>();
+    if (kept) keys.add(key);
+    else keys.delete(key);
+    this.kept.set(namespace, keys);
+    return Promise.resolve();
+  }
+
   listServiceHosts(): Promise<ServiceHostsState[]> {
     this.log.add('state', 'listServiceHosts');
     return Promise.resolve(

@@ -13,6 +13,7 @@ import {
   type Labels,
 } from '../../core/namespace-selector';
 import { isBeingDeleted, type Service } from '../../core/objects';
+import { wantsDeletionProtection } from './load-balancer-attributes';
 import type { IpAddressType, Scheme } from './types';
 
 /**
@@ -263,29 +264,38 @@ export function listenerCount(service: Service): number {
 
 /**
  * How many of the namespace's other Services come before `service` for the
- * `maxLoadBalancerServices` places: every Service that still holds a load balancer of ours while
- * deleted or no longer a LoadBalancer of ours (it carries our finalizer: deletion protection keeps
- * its NLB), then, among LoadBalancer Services of ours not being deleted, those already served
- * (they have an address) and the older ones (creation time, then name). A deterministic order, so
- * a burst of creations admits exactly the allowed number whatever order the syncs run in.
+ * `maxLoadBalancerServices` places. First every load balancer deletion protection keeps: those the
+ * state table lists as kept (`kept`, by key: counted even when the Service is gone or its finalizer
+ * was stripped), and Services still carrying our finalizer under deletion protection while being
+ * deleted or no longer a LoadBalancer of ours (not marked yet). Then, among LoadBalancer Services of
+ * ours not being deleted, those already served (they have an address) and the older ones (creation
+ * time, then name). A deterministic order, so a burst of creations admits exactly the allowed number
+ * whatever order the syncs run in. A Service being deleted without protection does not count: its
+ * NLB is on its way out, and a replacement must not be refused for it.
  */
 export function servicesAhead(
   service: Service,
   namespaceServices: readonly Service[],
   claim: ClaimPolicy,
+  kept: readonly string[] = [],
 ): number {
   const uid = service.metadata?.uid;
+  const keyOf = (s: Service) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
+  const self = keyOf(service);
+  const keptKeys = new Set(kept.filter((key) => key !== self));
   const mine = order(service);
-  return namespaceServices.filter((other) => {
+  const listed = namespaceServices.filter((other) => {
     if (other.metadata?.uid === uid) return false;
-    // Converted or being deleted, with our finalizer: its load balancer may be kept (issue 32).
-    if (needsCleanup(other, claim)) return true;
+    if (keptKeys.has(keyOf(other))) return false;
+    // Converted or being deleted under deletion protection: its load balancer stays (issue 32).
+    if (needsCleanup(other, claim)) return wantsDeletionProtection(other);
     return (
       wantsLoadBalancer(other, claim) &&
       !isBeingDeleted(other) &&
       ((other.status?.loadBalancer?.ingress?.length ?? 0) > 0 || order(other) < mine)
     );
   }).length;
+  return listed + keptKeys.size;
 }
 
 export function servicesViolation(rule: TenantRule, ahead: number, namespace: string) {

@@ -406,8 +406,14 @@ describe('maxLoadBalancerServices: who comes first', () => {
     expect(servicesAhead(c, all, defaultClaimPolicy)).toBe(2);
   });
 
-  it('counts every Service that still holds a load balancer of ours: kept after a type change, being deleted, whatever its age', () => {
+  it('counts every load balancer deletion protection keeps: converted or being deleted, whatever its age, and those only the state table still lists', () => {
     const finalizer = { finalizers: ['serverless-service-controller.io/load-balancer-cleanup'] };
+    const protection = {
+      annotations: {
+        'service.beta.kubernetes.io/aws-load-balancer-attributes':
+          'deletion_protection.enabled=true',
+      },
+    };
     const converted: Service = {
       metadata: {
         name: 'converted',
@@ -415,16 +421,19 @@ describe('maxLoadBalancerServices: who comes first', () => {
         uid: 'uid-converted',
         creationTimestamp: '2027-01-01T00:00:00Z',
         ...finalizer,
+        ...protection,
       },
       spec: { type: 'ClusterIP' },
     };
     const protectedLeaving = lb('protected', '2027-01-01T00:00:00Z', {
       metadata: {
         name: 'protected',
+        namespace: 'team-a',
         uid: 'uid-protected',
         creationTimestamp: '2027-01-01T00:00:00Z',
         deletionTimestamp: '2027-02-01T00:00:00Z',
         ...finalizer,
+        ...protection,
       },
     });
     // Younger than b and not served: only the load balancer they keep puts them ahead.
@@ -437,6 +446,31 @@ describe('maxLoadBalancerServices: who comes first', () => {
       metadata: { ...converted.metadata, uid: 'uid-foreign', finalizers: ['example.com/other'] },
     };
     expect(servicesAhead(b, [b, foreign], defaultClaimPolicy)).toBe(0);
+    // Kept NLBs the state table lists count once, whether their Service is listed, gone, or had
+    // our finalizer stripped (finding 2's bypass).
+    const stripped: Service = {
+      ...converted,
+      metadata: { ...converted.metadata, finalizers: [] },
+    };
+    expect(servicesAhead(b, [b, stripped], defaultClaimPolicy)).toBe(0);
+    expect(servicesAhead(b, [b, stripped], defaultClaimPolicy, ['team-a/converted'])).toBe(1);
+    expect(servicesAhead(b, [b], defaultClaimPolicy, ['team-a/gone', 'team-a/converted'])).toBe(2);
+    expect(servicesAhead(b, [b, converted], defaultClaimPolicy, ['team-a/converted'])).toBe(1);
+  });
+
+  it('does not count a Service whose load balancer is being deleted without protection, so its replacement is admitted', () => {
+    const leaving = lb('web', '2027-01-01T00:00:00Z', {
+      metadata: {
+        name: 'web',
+        namespace: 'team-a',
+        uid: 'uid-old-web',
+        creationTimestamp: '2025-01-01T00:00:00Z',
+        deletionTimestamp: '2027-02-01T00:00:00Z',
+        finalizers: ['serverless-service-controller.io/load-balancer-cleanup'],
+      },
+      ...served,
+    });
+    expect(servicesAhead(b, [b, leaving], defaultClaimPolicy)).toBe(0);
   });
 
   it('puts a served Service ahead even when it is younger, so a tie in time cannot admit one too many', () => {
