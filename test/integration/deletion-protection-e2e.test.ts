@@ -41,6 +41,18 @@ async function registeredTargets(): Promise<string[][]> {
   return targets;
 }
 
+/** default/web with deletion protection, synced. */
+async function createProtected(): Promise<void> {
+  const body = loadBalancerService('web');
+  body.metadata = {
+    ...body.metadata,
+    annotations: { [attributes]: 'deletion_protection.enabled=true' },
+  };
+  await world.api.createNamespacedService({ namespace: 'default', body });
+  await world.send({ v: 1, kind: 'service', key });
+  await world.drain();
+}
+
 async function warnings(): Promise<string[]> {
   const events = await world.api.listNamespacedEvent({ namespace: 'default' });
   return events.items.filter((e) => e.type === 'Warning').map((e) => e.message ?? '');
@@ -48,14 +60,7 @@ async function warnings(): Promise<string[]> {
 
 describe('deletion protection end to end (moto + fake API server)', () => {
   it('keeps the NLB and the finalizer with one Warning and no retry, until the annotation goes', async () => {
-    const body = loadBalancerService('web');
-    body.metadata = {
-      ...body.metadata,
-      annotations: { [attributes]: 'deletion_protection.enabled=true' },
-    };
-    await world.api.createNamespacedService({ namespace: 'default', body });
-    await world.send({ v: 1, kind: 'service', key });
-    await world.drain();
+    await createProtected();
     expect(await loadBalancers()).toBe(1);
 
     await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
@@ -90,14 +95,7 @@ describe('deletion protection end to end (moto + fake API server)', () => {
   });
 
   it('a Service turned ClusterIP keeps its protected NLB with no targets, so its freed node ports reach nobody', async () => {
-    const body = loadBalancerService('web');
-    body.metadata = {
-      ...body.metadata,
-      annotations: { [attributes]: 'deletion_protection.enabled=true' },
-    };
-    await world.api.createNamespacedService({ namespace: 'default', body });
-    await world.send({ v: 1, kind: 'service', key });
-    await world.drain();
+    await createProtected();
     const before = await registeredTargets();
     expect(before.length).toBeGreaterThan(0);
     expect(before.every((ids) => ids.length === world.aws.hosts.length)).toBe(true);

@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, KubeConfig, type CoreV1Event } from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
 import {
   nodeSelectorLimits,
   targetNodeLabelsAnnotation,
 } from '../../functions/core/target-node-labels';
+import { eventually, startCli } from '../support/cli-process';
 
 /**
  * Issue 32, finding 1, as its acceptance asks: `npm start` on the embedded default, with 14
@@ -16,29 +14,6 @@ import {
  * and a node added reaches the sample Service in `default`.
  */
 const endpoint = inject('awsEndpoint');
-
-function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/local/cli.ts', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const closed = once(child, 'close').then(([code]) => code as number | null);
-  return { child, output: () => output, closed };
-}
-
-async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, what: string) {
-  const deadline = Date.now() + 90_000;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (accept(last)) return last;
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 2_000)}`);
-}
 
 /** 100 distinct keys of ~310 characters that no node carries: about 32 KB. */
 function oversizedSelector(service: number): string {
@@ -51,7 +26,7 @@ function oversizedSelector(service: number): string {
 describe('npm start with 14 oversized target-node-labels selectors in one namespace', () => {
   it('a node added reaches a Service in another namespace, and each attacker Service has a Warning naming the limit', async () => {
     const clusterName = `labels-${Date.now().toString(36)}`;
-    const run = start([], {
+    const run = startCli([], {
       AWS_ENDPOINT_URL: endpoint,
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
@@ -65,6 +40,7 @@ describe('npm start with 14 oversized target-node-labels selectors in one namesp
         () => Promise.resolve(run.output()),
         (output) => pattern.test(output),
         what,
+        90_000,
       );
     try {
       await shows(/default\/hello +ready +3 /, 'the sample Service ready');
@@ -102,10 +78,11 @@ describe('npm start with 14 oversized target-node-labels selectors in one namesp
             ),
           ),
         'a Warning naming the limit on each attacker Service',
+        90_000,
       );
       expect(warned.filter((e) => e.type === 'Warning').length).toBeGreaterThanOrEqual(14);
 
-      const added = start(['node', 'add', '1', '--kubeconfig', kubeconfig], {});
+      const added = startCli(['node', 'add', '1', '--kubeconfig', kubeconfig]);
       expect(await added.closed, added.output()).toBe(0);
       const since = Date.now();
       await shows(/default\/hello +ready +4 /, 'the added node a target of default/hello');

@@ -1,27 +1,14 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { cli } from '../support/cli-process';
 
 /**
  * `npm start -- --tenant-policy FILE`: the local mode takes the same setting as a deployment, in a
  * child process as users run it, against the test run's moto (default account, own names).
  */
 const endpoint = inject('awsEndpoint');
-
-async function cli(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/local/cli.ts', ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const [code] = (await once(child, 'close')) as [number | null];
-  return { code, output };
-}
 
 function policyFile(policy: unknown): string {
   const path = join(mkdtempSync(join(tmpdir(), 'ssc-policy-')), 'tenant-policy.json');

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +19,7 @@ import { upstreamFinalizer } from '../../functions/core/claim';
 import { createSimulatedNetwork, type SimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { AwsFaultProxy } from '../support/aws-fault-proxy';
+import { cli, cliArgs, eventually, startProcess as start } from '../support/cli-process';
 
 /**
  * The CLI as users run it, in child processes: `npm start` on the embedded default, and real mode
@@ -37,26 +36,6 @@ const awsEnv = {
   AWS_SECRET_ACCESS_KEY: 'local',
   AWS_REGION: 'us-east-1',
 };
-
-function start(command: string, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(command, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const closed = once(child, 'close').then(([code]) => code as number | null);
-  return { child, output: () => output, closed };
-}
-
-const cliArgs = ['--import', 'tsx', 'functions/local/cli.ts'];
-
-async function cli(args: string[], env: Record<string, string> = {}) {
-  const run = start(process.execPath, [...cliArgs, ...args], env);
-  const code = await run.closed;
-  return { code, output: run.output() };
-}
 
 const elbv2 = new ElasticLoadBalancingV2Client(aws);
 const tagging = new ResourceGroupsTaggingAPIClient(aws);
@@ -89,17 +68,6 @@ async function registeredTargets(clusterName: string): Promise<string[]> {
     for (const d of health.TargetHealthDescriptions ?? []) targets.add(d.Target?.Id ?? '');
   }
   return [...targets].sort();
-}
-
-async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, what: string) {
-  const deadline = Date.now() + 60_000;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (accept(last)) return last;
-    await sleep(300);
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
 }
 
 describe('npm start (embedded default)', () => {

@@ -1,6 +1,6 @@
 import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { loadBalancerService } from '../support/kube-objects';
+import { annotated, awsAnnotation, loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
@@ -15,10 +15,7 @@ afterEach(async () => {
   await world.stop();
 });
 
-const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
-const annotated =
-  (annotations: Record<string, string>) =>
-  (s: V1Service): V1Service => ({ ...s, metadata: { ...s.metadata, annotations } });
+const aws = awsAnnotation;
 
 const tenantPolicy = {
   rules: [

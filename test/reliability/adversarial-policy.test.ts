@@ -1,7 +1,7 @@
 import { CreateVpcCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { loadBalancerService } from '../support/kube-objects';
+import { annotated, awsAnnotation, loadBalancerService } from '../support/kube-objects';
 import { createTaggedSubnet } from '../support/subnets';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';
@@ -13,10 +13,7 @@ afterEach(async () => {
   await world.stop();
 });
 
-const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
-const annotated =
-  (annotations: Record<string, string>) =>
-  (s: V1Service): V1Service => ({ ...s, metadata: { ...s.metadata, annotations } });
+const aws = awsAnnotation;
 
 /** LoadBalancer Services a `team-*` namespace may have. */
 const teamMaximum = 2;

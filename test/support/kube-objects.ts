@@ -30,3 +30,12 @@ export function readyNode(name: string, instanceId = 'i-0123456789abcdef0'): V1N
     },
   };
 }
+
+/** `service.beta.kubernetes.io/aws-load-balancer-<suffix>`: the annotations tests set most. */
+export const awsAnnotation = (suffix: string) =>
+  `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
+
+/** A Service change that sets exactly these annotations. */
+export const annotated =
+  (annotations: Record<string, string>) =>
+  (s: V1Service): V1Service => ({ ...s, metadata: { ...s.metadata, annotations } });

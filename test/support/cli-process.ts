@@ -1,0 +1,48 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** How the tests run the CLI as users do: node with tsx, on the sources. */
+export const cliArgs = ['--import', 'tsx', 'functions/local/cli.ts'];
+
+/** A child process with its stdout and stderr gathered as one text. */
+export function startProcess(command: string, args: string[], env: Record<string, string> = {}) {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const closed = once(child, 'close').then(([code]) => code as number | null);
+  return { child, output: () => output, closed };
+}
+
+/** `npm start -- <args>` without npm: the CLI in a child process. */
+export function startCli(args: string[], env: Record<string, string> = {}) {
+  return startProcess(process.execPath, [...cliArgs, ...args], env);
+}
+
+/** Runs the CLI to its end. */
+export async function cli(args: string[], env: Record<string, string> = {}) {
+  const run = startCli(args, env);
+  const code = await run.closed;
+  return { code, output: run.output() };
+}
+
+/** Polls `probe` until `accept` takes its value; throws naming `what` (and the last value) after `timeoutMs`. */
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  accept: (value: T) => boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await probe();
+    if (accept(last)) return last;
+    await sleep(250);
+  }
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 2_000)}`);
+}
