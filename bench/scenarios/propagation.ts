@@ -30,10 +30,8 @@ import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../test/
 import { awsRateLimits } from '../sim/aws-limits';
 import { FakeAwsAccount, FakeAwsClients } from '../sim/fake-aws';
 import { budgetOn, FakeTatItem } from '../sim/fake-budget';
-import {
-  defaultRegistrationBudget,
-  type RegistrationBudgetSpec,
-} from '../../functions/aws/registration-budget';
+import { defaultRegistrationBudget } from '../../functions/aws/registration-budget';
+import { type RegistrationBudgetSpec } from '../../functions/core/registration-slots';
 import {
   FakeQueue,
   FakeStateTable,

@@ -5,15 +5,17 @@
  * TatBudgetStore and RegistrationBudget run on top of it unchanged.
  */
 import {
-  applyBudgetWrite,
   RegistrationBudget,
   registrationNamespace,
   TatBudgetStore,
+  type TatItem,
+} from '../../functions/aws/registration-budget';
+import {
+  applyBudgetWrite,
   type BudgetWrite,
   type RegistrationBudgetSpec,
-  type TatItem,
   type TatUpdate,
-} from '../../functions/aws/registration-budget';
+} from '../../functions/core/registration-slots';
 import type { BudgetItemAttributes } from '../../functions/core/registration-slots';
 import type { VirtualClock } from './virtual-clock';
 

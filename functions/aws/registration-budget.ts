@@ -51,23 +51,6 @@ import {
   type TatUpdate,
 } from '../core/registration-slots';
 
-export {
-  applyBudgetWrite,
-  bookFairSlot,
-  bookSlot,
-  laneHorizonSeconds,
-  latestBookableTat,
-  namespaceLanes,
-  namespaceShareSlots,
-  slotRule,
-  type BudgetLane,
-  type BudgetWrite,
-  type Booking,
-  type RegistrationBudgetSpec,
-  type SlotRule,
-  type TatUpdate,
-} from '../core/registration-slots';
-
 export const registrationBudgetPk = 'budget#elbv2-registration';
 
 /**

@@ -4,7 +4,7 @@ import {
   nodeSelectorLimits,
   targetNodeLabelsAnnotation,
 } from '../../functions/core/target-node-labels';
-import { eventually, startCli } from '../support/cli-process';
+import { eventually, outputShows, startCli } from '../support/cli-process';
 
 /**
  * Issue 32, finding 1, as its acceptance asks: `npm start` on the embedded default, with 14
@@ -35,13 +35,7 @@ describe('npm start with 14 oversized target-node-labels selectors in one namesp
       SSC_QUEUE_NAME: `${clusterName}-work`,
       SSC_TABLE_NAME: `${clusterName}-state`,
     });
-    const shows = (pattern: RegExp, what: string) =>
-      eventually(
-        () => Promise.resolve(run.output()),
-        (output) => pattern.test(output),
-        what,
-        90_000,
-      );
+    const shows = (pattern: RegExp, what: string) => outputShows(run, pattern, what, 90_000);
     try {
       await shows(/default\/hello +ready +3 /, 'the sample Service ready');
       const kubeconfig = /kubectl --kubeconfig (\S+)/.exec(run.output())?.[1] ?? '';

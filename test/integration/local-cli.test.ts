@@ -19,7 +19,13 @@ import { upstreamFinalizer } from '../../functions/core/claim';
 import { createSimulatedNetwork, type SimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { AwsFaultProxy } from '../support/aws-fault-proxy';
-import { cli, cliArgs, eventually, startProcess as start } from '../support/cli-process';
+import {
+  cli,
+  cliArgs,
+  eventually,
+  outputShows,
+  startProcess as start,
+} from '../support/cli-process';
 
 /**
  * The CLI as users run it, in child processes: `npm start` on the embedded default, and real mode
@@ -107,12 +113,7 @@ describe('npm start (embedded default)', () => {
       SSC_QUEUE_NAME: `${clusterName}-work`,
       SSC_TABLE_NAME: `${clusterName}-state`,
     });
-    const shows = (pattern: RegExp, what: string) =>
-      eventually(
-        () => Promise.resolve(run.output()),
-        (output) => pattern.test(output),
-        what,
-      );
+    const shows = (pattern: RegExp, what: string) => outputShows(run, pattern, what);
     try {
       await shows(/default\/hello +ready +3 /, 'the sample Service ready');
       expect(run.output()).toContain(

@@ -12,12 +12,14 @@ import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
 import { readNlbState } from '../../functions/aws/nlb-state';
 import {
   DynamoTatItem,
-  latestBookableTat,
-  namespaceLanes,
   registrationBudgetPk,
-  slotRule,
   TatBudgetStore,
 } from '../../functions/aws/registration-budget';
+import {
+  latestBookableTat,
+  namespaceLanes,
+  slotRule,
+} from '../../functions/core/registration-slots';
 import { loadBalancerService } from '../support/kube-objects';
 import { MotoAccount } from '../support/moto';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';

@@ -11,7 +11,8 @@
 import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/aws/nlb-state';
-import { namespaceLanes, registrationBudgetPk } from '../../functions/aws/registration-budget';
+import { registrationBudgetPk } from '../../functions/aws/registration-budget';
+import { namespaceLanes } from '../../functions/core/registration-slots';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
 import { simulateBudgetFairness } from '../../bench/scenarios/propagation';
 import { loadBalancerService } from '../support/kube-objects';

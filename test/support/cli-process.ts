@@ -46,3 +46,18 @@ export async function eventually<T>(
   }
   throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)?.slice(0, 2_000)}`);
 }
+
+/** Waits until the process has printed something `pattern` matches. */
+export function outputShows(
+  run: { output: () => string },
+  pattern: RegExp,
+  what: string,
+  timeoutMs?: number,
+): Promise<string> {
+  return eventually(
+    () => Promise.resolve(run.output()),
+    (output) => pattern.test(output),
+    what,
+    timeoutMs,
+  );
+}

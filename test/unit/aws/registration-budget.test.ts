@@ -1,20 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
+  RegistrationBudget,
+  registrationDeadline,
+  registrationNamespace,
+  withRegistrationScope,
+  TatBudgetStore,
+  type TatItem,
+} from '../../../functions/aws/registration-budget';
+import {
   applyBudgetWrite,
   bookSlot,
   latestBookableTat,
-  RegistrationBudget,
-  registrationDeadline,
   namespaceLanes,
-  registrationNamespace,
   slotRule,
-  withRegistrationScope,
-  TatBudgetStore,
   type BudgetWrite,
-  type TatItem,
   type TatUpdate,
-} from '../../../functions/aws/registration-budget';
+} from '../../../functions/core/registration-slots';
 
 const spec = { perSecond: 4, burst: 10 };
 const register = slotRule(spec, 'register');
