@@ -3,6 +3,6 @@
  * in a stack of your own. The standalone app is infra/app.ts.
  */
 export { ServiceController, type ServiceControllerProps } from './service-controller';
-export type { ServiceControllerSettings } from './service-controller-settings';
+export type { ControllerCluster, ServiceControllerSettings } from './service-controller-settings';
 export type { ControllerSettings } from './settings';
 export { ControllerStack, type ControllerStackProps } from './controller-stack';

@@ -18,6 +18,8 @@
  *   a quarter of a second and a ten-megabyte parse in `npm run bench` (section "Lambda bundles");
  *   the bundle keeps function and class names instead, so a trace reads `at NlbProvider.ensure`.
  */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { BuildOptions } from 'esbuild';
 import { inlineSdkSchemaKeys } from './sdk-schema-keys';
 
@@ -65,17 +67,21 @@ export function esbuildOptionsFor(entry: string, outdir: string) {
  * NodejsFunction's command hooks that replace its bundle with ours. CDK runs esbuild through its
  * command line, which takes neither plugins nor (with its `--outfile`) code splitting, so after its
  * step infra/bundle-lambda.ts builds the same entry with `esbuildOptionsFor` into the asset
- * directory, in the project root, with the Node and tsx that run the CDK app.
+ * directory, with the Node that runs the CDK app: from the TypeScript sources (a checkout) through
+ * tsx, from the published package's compiled dist/ as its compiled copy on plain Node, so a
+ * consumer's app needs no TypeScript loader.
  */
 export function lambdaBundleHooks(entry: string) {
-  const script = new URL('./bundle-lambda.ts', import.meta.url).pathname;
+  const here = fileURLToPath(import.meta.url);
+  const fromSources = here.endsWith('.ts');
+  const node = fromSources
+    ? [process.execPath, '--import', 'tsx', join(dirname(here), 'bundle-lambda.ts')]
+    : [process.execPath, join(dirname(here), 'bundle-lambda.js')];
   return {
     beforeBundling: (): string[] => [],
     beforeInstall: (): string[] => [],
     afterBundling: (_inputDir: string, outputDir: string): string[] => [
-      [process.execPath, '--import', 'tsx', script, entry, outputDir]
-        .map((arg) => JSON.stringify(arg))
-        .join(' '),
+      [...node, entry, outputDir].map((arg) => JSON.stringify(arg)).join(' '),
     ],
   };
 }

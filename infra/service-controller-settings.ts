@@ -1,5 +1,5 @@
 import { Token } from 'aws-cdk-lib';
-import type { ICluster } from 'aws-cdk-lib/aws-eks';
+import type { IVpc } from 'aws-cdk-lib/aws-ec2';
 import { settingNames, validatedSettings, type ControllerSettings } from './settings';
 
 /** The construct's settings: the app's, typed, every one optional where the cluster can give it. */
@@ -26,10 +26,24 @@ const deployTimeStandIns: Readonly<Record<string, string>> = {
   queueSenderArns: 'arn:aws:iam::000000000000:role/deploy-time',
 };
 
+/**
+ * What the construct reads of a cluster. A structural type, so that an `ICluster` of `aws-eks` and
+ * one of `aws-eks-v2` are both accepted (neither extends the other), and so that the package's
+ * declarations name neither module: `aws-eks-v2` is missing from the older aws-cdk-lib releases in
+ * the peer range.
+ */
+export interface ControllerCluster {
+  readonly clusterName: string;
+  readonly clusterEndpoint: string;
+  readonly clusterCertificateAuthorityData: string;
+  readonly clusterSecurityGroupId: string;
+  readonly vpc: IVpc;
+}
+
 /** The given settings, completed from the cluster where one is given (explicit values win). */
 export function settingsWithClusterDefaults(
   settings: ServiceControllerSettings,
-  cluster: ICluster | undefined,
+  cluster: ControllerCluster | undefined,
 ): Record<string, unknown> {
   const given: Record<string, unknown> = {};
   for (const name of settingNames) {

@@ -1,16 +1,21 @@
+import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { packageRoot } from '../package-root';
 
 /**
  * Bundles the forwarder into one ESM file (production code only). It runs from a ConfigMap on a
  * public Node image (infra/k8s), so it must stay well under a ConfigMap's 1 MiB: that is why the
  * forwarder reaches the API server without client-node (functions/forwarder/in-cluster.ts). Names
  * are kept, so stack traces read without a source map. The banner gives CommonJS dependencies the
- * `require` they expect inside an ES module.
+ * `require` they expect inside an ES module. Paths are the package's, not the working directory's:
+ * `k8s render` runs this from wherever the user is, in a checkout or an installed package.
  */
 export async function buildForwarder(outfile: string): Promise<void> {
+  const root = packageRoot();
   await build({
-    entryPoints: ['functions/forwarder/main.ts'],
-    outfile,
+    absWorkingDir: root,
+    entryPoints: [join(root, 'functions/forwarder/main.ts')],
+    outfile: resolve(outfile),
     bundle: true,
     platform: 'node',
     target: 'node24',

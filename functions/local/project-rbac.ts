@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadAllYaml, loadYaml, type V1Deployment } from '@kubernetes/client-node';
 import {
   authenticatedGroup,
@@ -8,9 +7,10 @@ import {
   serviceAccountUser,
   type UserInfo,
 } from './fake-kube/rbac';
+import { packageRoot } from '../package-root';
 
-/** This checkout's Kubernetes manifests: what `kubectl apply -k infra/k8s` installs. */
-export const manifestsDir = fileURLToPath(new URL('../../infra/k8s/', import.meta.url));
+/** The package's Kubernetes manifests: what `kubectl apply -k infra/k8s` installs. */
+export const manifestsDir = join(packageRoot(), 'infra', 'k8s');
 
 /**
  * The Kubernetes group the functions' EKS access entry maps their IAM role to. The stack's

@@ -6,6 +6,7 @@ import { loadAllYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { forwarderConfigSchema } from '../../functions/forwarder/config';
+import { findForwarderOutputs } from '../../functions/local/k8s-render';
 
 const read = (path: string) => readFileSync(path, 'utf8');
 type Manifest = { kind: string; metadata: { name: string }; [key: string]: unknown };
@@ -26,7 +27,7 @@ describe('forwarder manifests (infra/k8s)', () => {
     ]);
     expect(kustomization.configMapGenerator).toEqual([
       { name: 'forwarder-config', files: ['config/controller.json'] },
-      // The bundle npm run k8s:configure builds, as the file the Deployment runs.
+      // The bundle k8s render (or npm run k8s:configure) writes, as the file the Deployment runs.
       { name: 'forwarder-code', files: ['main.mjs=code/forwarder.mjs'] },
     ]);
   });
@@ -186,5 +187,48 @@ describe('forwarder manifests (infra/k8s)', () => {
     expect(dockerfile).toMatch(/^FROM --platform=\$BUILDPLATFORM /m);
     expect(dockerfile).toMatch(/^USER 65532:65532$/m);
     expect(dockerfile).toMatch(/^COPY --from=build \/out\/main\.mjs \/forwarder\/main\.mjs$/m);
+  });
+});
+
+describe('the stack outputs the forwarder is configured from (k8s render, k8s:configure)', () => {
+  const config = JSON.stringify({ clusterName: 'demo', region: 'eu-west-1' });
+  const outputs = {
+    'ServerlessServiceController-demo': { ForwarderConfig: config, WorkQueueUrl: 'https://q' },
+    Platform: {
+      BlueForwarderConfig0A1B2C3D: config,
+      BlueForwarderImageUri9F8E7D6C: 'repo:blue',
+      GreenForwarderConfig0A1B2C3D: config,
+    },
+  };
+
+  it('chooses by stack, or by stack and output among several constructs in one stack', () => {
+    expect(findForwarderOutputs(outputs, { stack: 'ServerlessServiceController-demo' })).toEqual({
+      stack: 'ServerlessServiceController-demo',
+      key: 'ForwarderConfig',
+      config,
+    });
+    // The image output of the same construct only: Green built none.
+    expect(
+      findForwarderOutputs(outputs, { stack: 'Platform.BlueForwarderConfig0A1B2C3D' }),
+    ).toEqual({
+      stack: 'Platform',
+      key: 'BlueForwarderConfig0A1B2C3D',
+      config,
+      image: 'repo:blue',
+    });
+    expect(
+      findForwarderOutputs(outputs, { stack: 'Platform.GreenForwarderConfig0A1B2C3D' }).image,
+    ).toBeUndefined();
+  });
+
+  it('names every candidate when it cannot choose', () => {
+    expect(() => findForwarderOutputs(outputs)).toThrow(
+      'found 3 (ServerlessServiceController-demo.ForwarderConfig, Platform.BlueForwarderConfig0A1B2C3D, Platform.GreenForwarderConfig0A1B2C3D): choose one with --stack',
+    );
+    expect(() => findForwarderOutputs(outputs, { stack: 'Platform' })).toThrow(/found 2 /);
+    expect(() => findForwarderOutputs(outputs, { stack: 'Platform.Blue' })).toThrow(
+      /--stack Platform\.Blue: no serverless-service-controller outputs there; the file has /,
+    );
+    expect(() => findForwarderOutputs({ Other: { WorkQueueUrl: 'x' } })).toThrow(/found 0: /);
   });
 });
