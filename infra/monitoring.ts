@@ -1,4 +1,6 @@
-import { Duration } from 'aws-cdk-lib';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Annotations, Duration } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmStatusWidget,
@@ -15,12 +17,75 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { packageRoot } from '../functions/package-root';
 
-/** The functions' EMF namespace and default dimension (functions/runtime/wiring.ts). */
+/**
+ * The functions' EMF namespace and default dimensions (functions/runtime/wiring.ts). The cluster is
+ * one of them so that two controllers in one account and Region never read each other's metrics:
+ * one cluster's heartbeats would keep the other's ForwarderQuiet green.
+ */
 export const metricsNamespace = 'ServerlessServiceController';
-const serviceDimension = { service: 'controller' };
+export const metricDimensionsFor = (clusterName: string) => ({
+  service: 'controller',
+  cluster: clusterName,
+});
+
+/**
+ * The repository's web address from a package.json: `repository` (a URL, `github:owner/name` or
+ * `owner/name`), else a GitHub `homepage`; undefined when it names neither.
+ */
+export function docsRepositoryUrl(manifest: {
+  repository?: unknown;
+  homepage?: unknown;
+}): string | undefined {
+  const { repository, homepage } = manifest;
+  const url =
+    typeof repository === 'string'
+      ? repository
+      : typeof repository === 'object' && repository !== null && 'url' in repository
+        ? repository.url
+        : undefined;
+  if (typeof url === 'string') {
+    const shorthand = /^(?:github:)?([\w.-]+\/[\w.-]+)$/.exec(url);
+    if (shorthand) return `https://github.com/${shorthand[1]}`;
+    return url
+      .replace(/^git\+/, '')
+      .replace(/^git@([^:]+):/, 'https://$1/')
+      .replace(/^(?:git|ssh):\/\/(?:git@)?/, 'https://')
+      .replace(/\.git$/, '');
+  }
+  if (typeof homepage === 'string' && homepage.startsWith('https://github.com/')) {
+    return homepage.replace(/[#?].*$/, '').replace(/\/$/, '');
+  }
+  return undefined;
+}
+
+/**
+ * Where a runbook section is, for the person paged: in the docs of the version installed, not a
+ * path in a checkout they may not have. A URL at the release's tag (`blob/v<version>`) when
+ * package.json names the repository; until it does, the package and version whose
+ * docs/operations.md holds the section (every installed copy ships it), rather than a guessed URL.
+ */
+export function runbookReference(
+  manifest: { name: string; version: string; repository?: unknown; homepage?: unknown },
+  anchor: string,
+): string {
+  const repository = docsRepositoryUrl(manifest);
+  return repository === undefined
+    ? `section "${anchor}" of docs/operations.md in ${manifest.name} ${manifest.version}`
+    : `${repository}/blob/v${manifest.version}/docs/operations.md#${anchor}`;
+}
+
+function installedManifest(): { name: string; version: string } {
+  return JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+  };
+}
 
 export interface ControllerMonitoringProps {
+  /** The custom metrics' `cluster` dimension; may be a token (an eks.Cluster's name). */
+  readonly clusterName: string;
   readonly queue: IQueue;
   /** Node changes and the node-sync timer's ticks (node-sync consumes it). */
   readonly nodeQueue: IQueue;
@@ -49,17 +114,27 @@ export class ControllerMonitoring extends Construct {
     const { queue, nodeQueue, deadLetterQueue, functions } = props;
     const fns = Object.entries(functions);
     const period = Duration.minutes(1);
+    const ownDimensions = metricDimensionsFor(props.clusterName);
     const custom = (metricName: string, statistic: string, label?: string) =>
       new Metric({
         namespace: metricsNamespace,
         metricName,
-        dimensionsMap: serviceDimension,
+        dimensionsMap: ownDimensions,
         statistic,
         period,
         ...(label ? { label } : {}),
       });
-    const search = (expression: string, label: string) =>
-      new MathExpression({ expression, label, period, usingMetrics: {} });
+    // A search sees every cluster's metrics in the namespace unless told which; quoted, the value
+    // matches whole (an unquoted `blue` would also find `blue-2`).
+    const search = (metricName: string, dimensions: readonly string[], label: string) =>
+      new MathExpression({
+        expression: `SEARCH('{${metricsNamespace},${[...dimensions, ...Object.keys(ownDimensions)].sort().join(',')}} MetricName="${metricName}" cluster="${props.clusterName}"', 'Sum', 60)`,
+        label,
+        period,
+        usingMetrics: {},
+      });
+    const manifest = installedManifest();
+    const runbook = (anchor: string) => runbookReference(manifest, anchor);
 
     const alarm = (
       name: string,
@@ -79,7 +154,7 @@ export class ControllerMonitoring extends Construct {
         treatMissingData: when.missingBreaches
           ? TreatMissingData.BREACHING
           : TreatMissingData.NOT_BREACHING,
-        alarmDescription: `${description} See docs/operations.md#${name.toLowerCase()}.`,
+        alarmDescription: `${description} See ${runbook(name.toLowerCase())}.`,
       });
       this.alarms.push(created);
       return created;
@@ -130,7 +205,7 @@ export class ControllerMonitoring extends Construct {
       new Metric({
         namespace: metricsNamespace,
         metricName: 'RetryableFailures',
-        dimensionsMap: { ...serviceDimension, class: failureClass },
+        dimensionsMap: { ...ownDimensions, class: failureClass },
         statistic: 'Sum',
         period: fiveMinutes,
       });
@@ -163,7 +238,7 @@ export class ControllerMonitoring extends Construct {
       new Metric({
         namespace: metricsNamespace,
         metricName,
-        dimensionsMap: serviceDimension,
+        dimensionsMap: ownDimensions,
         statistic: 'Sum',
         period: fiveMinutes,
       });
@@ -185,7 +260,7 @@ export class ControllerMonitoring extends Construct {
       new Metric({
         namespace: metricsNamespace,
         metricName: 'FailingServices',
-        dimensionsMap: serviceDimension,
+        dimensionsMap: ownDimensions,
         statistic: 'Maximum',
         // One value per sweep: a period as long as the sweep's always holds one.
         period: Duration.minutes(props.sweepPeriodMinutes),
@@ -203,12 +278,35 @@ export class ControllerMonitoring extends Construct {
       2,
       { below: true, missingBreaches: true },
     );
+    // Heartbeats go on whatever the watches do, so a forwarder refused its watches (RBAC lost, a
+    // 403) is not quiet, only deaf. Minimum: every heartbeat of the period reported a watch
+    // failing, so an API server's brief restart does not page; no heartbeat is ForwarderQuiet's.
+    alarm(
+      'ForwarderWatchesFailing',
+      new Metric({
+        namespace: metricsNamespace,
+        metricName: 'ForwarderFailingWatches',
+        dimensionsMap: ownDimensions,
+        statistic: 'Minimum',
+        period: fiveMinutes,
+      }),
+      0,
+      'The forwarder has failed to list or watch Services or Nodes for 10 minutes: their changes do not reach the controller.',
+      2,
+    );
     if (props.alarmTopicArn !== undefined) {
       const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);
       for (const created of this.alarms) {
         created.addAlarmAction(new SnsAction(topic));
         created.addOkAction(new SnsAction(topic));
       }
+    } else {
+      // Valid (alarm state changes can be routed by an EventBridge rule), but by default nobody
+      // would hear of them: said at every synth, and acknowledged by id where that is intended.
+      Annotations.of(this).addWarningV2(
+        'serverless-service-controller:alarmsWithoutTopic',
+        `no alarmTopicArn: the ${this.alarms.length} alarms notify nobody (they only change state in CloudWatch). Give alarmTopicArn an SNS topic, or acknowledge this warning (Annotations.of(scope).acknowledgeWarning) when alarm state changes reach you another way; see ${runbook('alarms-and-who-hears-of-them')}`,
+      );
     }
 
     const perFunction = (metric: (fn: IFunction) => IMetric) => fns.map(([, fn]) => metric(fn));
@@ -248,22 +346,14 @@ export class ControllerMonitoring extends Construct {
       }),
       new GraphWidget({
         title: 'Syncs by outcome',
-        left: [
-          search(
-            `SEARCH('{${metricsNamespace},kind,outcome,service} MetricName="Syncs"', 'Sum', 60)`,
-            'syncs',
-          ),
-        ],
+        left: [search('Syncs', ['kind', 'outcome'], 'syncs')],
         right: [
           custom('Retries', 'Sum', 'retries'),
           custom('MalformedMessages', 'Sum', 'malformed'),
           custom('NodeSyncFailures', 'Sum', 'node-sync failures'),
           custom('UnexpectedFailures', 'Sum', 'unexpected failures'),
           // By what fixes them: quota, capacity, permission and dependency need someone.
-          search(
-            `SEARCH('{${metricsNamespace},class,service} MetricName="RetryableFailures"', 'Sum', 60)`,
-            'retried',
-          ),
+          search('RetryableFailures', ['class'], 'retried'),
         ],
         width: 12,
       }),
@@ -277,12 +367,7 @@ export class ControllerMonitoring extends Construct {
       }),
       new GraphWidget({
         title: 'AWS calls by operation',
-        left: [
-          search(
-            `SEARCH('{${metricsNamespace},awsService,operation,service} MetricName="AwsCalls"', 'Sum', 60)`,
-            'calls',
-          ),
-        ],
+        left: [search('AwsCalls', ['awsService', 'operation'], 'calls')],
         width: 12,
       }),
     );
@@ -312,8 +397,12 @@ export class ControllerMonitoring extends Construct {
         left: [
           custom('ForwarderHeartbeats', 'Sum', 'heartbeats'),
           custom('ForwarderSendFailures', 'Sum', 'failed sends to the queue'),
+          custom('ForwarderWatchFailures', 'Sum', 'failed lists and watches'),
         ],
-        right: [custom('ForwarderPendingKeys', 'Maximum', 'keys waiting in the forwarder')],
+        right: [
+          custom('ForwarderPendingKeys', 'Maximum', 'keys waiting in the forwarder'),
+          custom('ForwarderFailingWatches', 'Maximum', 'watches failing (of 2)'),
+        ],
         width: 12,
       }),
       new GraphWidget({

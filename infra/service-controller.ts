@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import {
@@ -14,7 +13,7 @@ import {
   type IVpc,
 } from 'aws-cdk-lib/aws-ec2';
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
-import { CfnAccessEntry, CfnPodIdentityAssociation, type ICluster } from 'aws-cdk-lib/aws-eks';
+import { CfnAccessEntry, CfnPodIdentityAssociation } from 'aws-cdk-lib/aws-eks';
 import { EventBus, Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import {
@@ -40,6 +39,7 @@ import {
 import { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
 import { resendAfterReceives } from '../functions/runtime/process-work';
+import { packageRoot } from '../functions/package-root';
 import { tenantPolicyWarnings } from '../functions/tenant-policy-config';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
@@ -52,11 +52,12 @@ import {
 import {
   settingsWithClusterDefaults,
   validatedConstructSettings,
+  type ControllerCluster,
   type ServiceControllerSettings,
 } from './service-controller-settings';
 import type { ControllerSettings } from './settings';
 
-const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
+const root = packageRoot();
 
 /** The Kubernetes group the functions' access entry maps to (bound in infra/k8s/controller-rbac.yaml). */
 export const controllerGroup = 'serverless-service-controller';
@@ -77,12 +78,12 @@ const visibilityFor = (timeout: Duration) => Duration.seconds(timeout.toSeconds(
 
 export interface ServiceControllerProps extends ServiceControllerSettings {
   /**
-   * The EKS cluster to serve. What is not set explicitly comes from it: `clusterName`, `vpcId`,
+   * The EKS cluster to serve (an `ICluster` of `aws-eks` or `aws-eks-v2`). What is not set explicitly comes from it: `clusterName`, `vpcId`,
    * `clusterEndpoint` and `clusterCertificateAuthorityData` (so the functions need no
    * eks:DescribeCluster) and `nodeSecurityGroupIds` (its cluster security group, which managed
    * nodes carry). Without it, `clusterName` and `vpcId` are required.
    */
-  readonly cluster?: ICluster;
+  readonly cluster?: ControllerCluster;
   /** The CloudWatch dashboard's name; by default the stack's name and this construct's id. */
   readonly dashboardName?: string;
 }
@@ -387,6 +388,7 @@ export class ServiceController extends Construct {
 
     this.functions = { serviceSync, nodeSync, sweep };
     this.monitoring = new ControllerMonitoring(this, 'Monitoring', {
+      clusterName: settings.clusterName,
       dashboardName:
         props.dashboardName ?? `${stack.stackName}-${this.node.id}`.replace(/[^A-Za-z0-9_-]/g, '-'),
       queue: this.queue,
@@ -410,7 +412,8 @@ export class ServiceController extends Construct {
     };
     this.forwarderConfig = stack.toJsonString(forwarderConfig);
     new CfnOutput(this, 'ForwarderConfig', {
-      description: 'infra/k8s/config/controller.json (npm run k8s:configure writes it)',
+      description:
+        'the forwarder configuration: k8s render (npx serverless-service-controller k8s render --stack-outputs FILE --out DIR) writes it into config/controller.json',
       value: this.forwarderConfig,
     });
     if (forwarderImage !== undefined) {

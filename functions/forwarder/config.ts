@@ -18,6 +18,11 @@ export const forwarderConfigSchema = z.object({
   heartbeatSeconds: z._default(z.int().check(z.gte(10), z.lte(900)), 60),
   /** Seconds of failed sends after which /healthz fails, so the kubelet restarts the pod. */
   unhealthyAfterSeconds: z._default(z.int().check(z.gte(30), z.lte(3600)), 300),
+  /**
+   * Failed lists or watches of one resource in a row (no list completed, no watch opened between)
+   * after which /healthz fails. 20 is about 4 to 8 minutes of the watch's capped backoff.
+   */
+  unhealthyAfterWatchFailures: z._default(z.int().check(z.gte(1), z.lte(10_000)), 20),
 });
 
 export type ForwarderConfig = z.infer<typeof forwarderConfigSchema>;

@@ -29,6 +29,11 @@ export interface ForwarderOptions {
   readonly heartbeatSeconds?: number;
   /** `/healthz` fails once every send has failed for this long (default 300 s): a restart may help. */
   readonly unhealthyAfterSeconds?: number;
+  /**
+   * `/healthz` fails once a resource's list or watch has failed this many times in a row (default
+   * 20): a restart renews the connection, and restarts are what a cluster's own monitoring sees.
+   */
+  readonly unhealthyAfterWatchFailures?: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
   readonly log?: (
@@ -52,8 +57,11 @@ export class Forwarder {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   /** Send failures already reported by a heartbeat that reached the queue. */
   private reportedSendFailures = 0;
+  /** Watch failures already reported by a heartbeat that reached the queue. */
+  private reportedWatchFailures = 0;
   private readonly heartbeatMs: number;
   private readonly unhealthyAfterMs: number;
+  private readonly unhealthyAfterWatchFailures: number;
 
   constructor(options: ForwarderOptions) {
     const sleep =
@@ -62,6 +70,7 @@ export class Forwarder {
     const http = (this.http = new KubeApiClient(options.kubeConfig));
     this.heartbeatMs = (options.heartbeatSeconds ?? 60) * 1000;
     this.unhealthyAfterMs = (options.unhealthyAfterSeconds ?? 300) * 1000;
+    this.unhealthyAfterWatchFailures = options.unhealthyAfterWatchFailures ?? 20;
     this.publisher = new Publisher(options.send, {
       capacity: options.bufferCapacity ?? 10_000,
       maxBackoffMs: 30_000,
@@ -74,11 +83,15 @@ export class Forwarder {
           ? {
               ...message,
               sendFailures: this.publisher.metrics.sendFailures - this.reportedSendFailures,
+              watchFailures: this.watchFailures - this.reportedWatchFailures,
+              failingWatches: this.failingWatches,
             }
           : message,
       onSent: (messages) => {
         for (const message of messages) {
-          if (message.kind === 'heartbeat') this.reportedSendFailures += message.sendFailures;
+          if (message.kind !== 'heartbeat') continue;
+          this.reportedSendFailures += message.sendFailures;
+          this.reportedWatchFailures += message.watchFailures ?? 0;
         }
       },
     });
@@ -135,9 +148,38 @@ export class Forwarder {
     return this.services.ready && this.nodes.ready;
   }
 
-  /** False once every send has failed for `unhealthyAfterSeconds`: `/healthz` then fails. */
+  /** Failed lists and watches of both resources, since start. */
+  get watchFailures(): number {
+    return this.services.restarts + this.nodes.restarts;
+  }
+
+  /** Resources whose latest list or watch failed, none having succeeded since: not being seen. */
+  get failingWatches(): number {
+    return [this.services, this.nodes].filter((w) => w.consecutiveFailures > 0).length;
+  }
+
+  /**
+   * False once every send has failed for `unhealthyAfterSeconds`, or a resource's list or watch
+   * has failed `unhealthyAfterWatchFailures` times in a row: `/healthz` then fails.
+   */
   get healthy(): boolean {
-    return this.publisher.failingForMs < this.unhealthyAfterMs;
+    return this.unhealthyReason() === undefined;
+  }
+
+  private unhealthyReason(): string | undefined {
+    if (this.publisher.failingForMs >= this.unhealthyAfterMs) {
+      const seconds = Math.round(this.publisher.failingForMs / 1000);
+      return `sends to the work queue have failed for ${seconds} s`;
+    }
+    for (const [resource, watch] of [
+      ['services', this.services],
+      ['nodes', this.nodes],
+    ] as const) {
+      if (watch.consecutiveFailures >= this.unhealthyAfterWatchFailures) {
+        return `the ${resource} list or watch has failed ${watch.consecutiveFailures} times in a row`;
+      }
+    }
+    return undefined;
   }
 
   start(): void {
@@ -149,9 +191,11 @@ export class Forwarder {
   }
 
   /**
-   * Tells the functions this forwarder is alive, with the sends that failed since the last
-   * heartbeat got through. The count is filled in as the heartbeat is sent (`prepare`): one queued
-   * while another is in flight would otherwise report the same failures again.
+   * Tells the functions this forwarder is alive, with the sends and the lists or watches that
+   * failed since the last heartbeat got through, and how many watches are failing: alive is not
+   * enough, a forwarder refused its watches sends heartbeats but sees no change. The figures are
+   * filled in as the heartbeat is sent (`prepare`): one queued while another is in flight would
+   * otherwise report the same failures again.
    */
   private heartbeat(): Promise<void> {
     return this.publisher.enqueue({
@@ -159,6 +203,8 @@ export class Forwarder {
       kind: 'heartbeat',
       sendFailures: 0,
       pending: this.publisher.depth,
+      watchFailures: 0,
+      failingWatches: 0,
     });
   }
 
@@ -178,9 +224,9 @@ export class Forwarder {
   listen(port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer((req, res) => {
       if (req.url === '/healthz') {
-        if (this.healthy) return res.writeHead(200).end('ok\n');
-        const seconds = Math.round(this.publisher.failingForMs / 1000);
-        return res.writeHead(503).end(`sends to the work queue have failed for ${seconds} s\n`);
+        const reason = this.unhealthyReason();
+        if (reason === undefined) return res.writeHead(200).end('ok\n');
+        return res.writeHead(503).end(`${reason}\n`);
       }
       if (req.url === '/readyz')
         return res.writeHead(this.ready ? 200 : 503).end(this.ready ? 'ready\n' : 'listing\n');
@@ -239,6 +285,15 @@ export class Forwarder {
       ['{resource="services"}', this.services.restarts],
       ['{resource="nodes"}', this.nodes.restarts],
     ]);
+    metric(
+      'forwarder_watch_consecutive_failures',
+      'gauge',
+      'Failed lists or watches in a row (0 once a list completes or a watch opens).',
+      [
+        ['{resource="services"}', this.services.consecutiveFailures],
+        ['{resource="nodes"}', this.nodes.consecutiveFailures],
+      ],
+    );
     metric('forwarder_objects_known', 'gauge', 'Objects whose fingerprint is held.', [
       ['{resource="services"}', this.services.size],
       ['{resource="nodes"}', this.nodes.size],

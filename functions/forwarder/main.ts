@@ -33,6 +33,7 @@ const forwarder = new Forwarder({
   bufferCapacity: config.bufferCapacity,
   heartbeatSeconds: config.heartbeatSeconds,
   unhealthyAfterSeconds: config.unhealthyAfterSeconds,
+  unhealthyAfterWatchFailures: config.unhealthyAfterWatchFailures,
   log,
 });
 let stopping = false;

@@ -70,7 +70,14 @@ export class ResourceWatch<T extends WatchObject, F> {
   private chain: Promise<void> = Promise.resolve();
   private loop: Promise<void> | undefined;
   ready = false;
+  /** Lists and watches that failed (each is followed by a restart). */
   restarts = 0;
+  /**
+   * Failures since a list last completed or a watch last opened: what says the resource is not
+   * being seen (a 403 after lost RBAC retries for ever). A watch that opens and ends normally
+   * counts none; the backoff's own count is separate, as it resets only when a watch ends well.
+   */
+  consecutiveFailures = 0;
   eventsSeen = 0;
 
   constructor(private readonly options: ResourceWatchOptions<T, F>) {}
@@ -104,6 +111,7 @@ export class ResourceWatch<T extends WatchObject, F> {
         if (!this.running) break;
         failures++;
         this.restarts++;
+        this.consecutiveFailures++;
         this.options.onRestart?.(error);
         const ceiling = Math.min(
           this.options.maxBackoffMs ?? 30_000,
@@ -146,6 +154,7 @@ export class ResourceWatch<T extends WatchObject, F> {
     }
     this.resourceVersion = resourceVersion;
     this.ready = true;
+    this.consecutiveFailures = 0;
   }
 
   private async watchOnce(): Promise<void> {
@@ -167,6 +176,7 @@ export class ResourceWatch<T extends WatchObject, F> {
         },
         abort.signal,
       );
+      this.consecutiveFailures = 0;
       await readWatchStream(response, (type, object) => this.handle(type, object as T));
     } catch (error) {
       if (error instanceof KubeApiError && error.code === 410) {

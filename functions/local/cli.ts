@@ -6,13 +6,14 @@
  * install them. Those commands are imported only when asked for.
  */
 import { UsageError, usage } from './cli-usage';
+import type * as Commands from './commands';
 
 /** The optional packages the cluster commands need, as `npm install` takes them. */
 const clusterPackages = ['@kubernetes/client-node@^2.0.1', 'rfc6902@^5.4.0'];
 
 class MissingPackageError extends Error {}
 
-async function clusterCommands(): Promise<typeof import('./commands')> {
+async function clusterCommands(): Promise<typeof Commands> {
   try {
     return await import('./commands');
   } catch (error) {

@@ -28,7 +28,8 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
  *   queue cannot have the functions publish one (a forged id names nothing).
  * - `heartbeat`: the forwarder is alive; carries the sends that failed since its last heartbeat
  *   got through and the keys it holds, which the functions publish as metrics (a quiet forwarder
- *   alarms).
+ *   alarms), and, from the release after 0.1, its lists and watches that failed meanwhile and how
+ *   many watches are failing (a deaf forwarder alarms). Optional: a 0.1 forwarder sends neither.
  */
 export const workMessageSchema = z.discriminatedUnion('kind', [
   z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
@@ -52,6 +53,8 @@ export const workMessageSchema = z.discriminatedUnion('kind', [
     kind: z.literal('heartbeat'),
     sendFailures: intIn(0, 1_000_000_000),
     pending: intIn(0, 1_000_000_000),
+    watchFailures: z.optional(intIn(0, 1_000_000_000)),
+    failingWatches: z.optional(intIn(0, 16)),
   }),
   z.strictObject({ v: z.literal(1), kind: z.literal('event'), id: z.uuid() }),
 ]);

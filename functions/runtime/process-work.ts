@@ -109,6 +109,12 @@ export async function processWorkBatch(
       ctx.metrics.count('ForwarderSendFailures', message.sendFailures);
       // A level, not a sum: read with Maximum, as FailingServices is.
       ctx.metrics.count('ForwarderPendingKeys', message.pending);
+      // A forwarder before these fields says nothing, rather than 0: no datapoint, no alarm.
+      if (message.watchFailures !== undefined)
+        ctx.metrics.count('ForwarderWatchFailures', message.watchFailures);
+      // A level too, 0 included: the alarm reads its Minimum (a watch failing at every heartbeat).
+      if (message.failingWatches !== undefined)
+        ctx.metrics.count('ForwarderFailingWatches', message.failingWatches);
       heartbeats.push(record);
       continue;
     }

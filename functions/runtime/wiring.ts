@@ -99,7 +99,7 @@ export function createRuntime(
   const log = options.log ?? powertoolsLog();
   // Once per cold start (and at `npm start`): a policy that fails open is valid but worth a look.
   for (const warning of tenantPolicyWarnings(config.tenantPolicy)) log.warn(warning);
-  const metrics = options.metrics ?? powertoolsMetrics();
+  const metrics = options.metrics ?? powertoolsMetrics(config.clusterName);
   for (const client of [elbv2, ec2, sqs, dynamodb]) countCalls(client, metrics);
   // Loaded when a deletion or the sweep first looks for tagged resources, not at cold start.
   const tagging = async () => {
@@ -246,7 +246,11 @@ export function powertoolsLog(): RuntimeLog {
   };
 }
 
-/** EMF through Powertools; the handler flushes after each invocation. */
+/**
+ * EMF through Powertools; the handler flushes after each invocation. Its default dimensions are
+ * `service=controller` and, from `powertoolsMetrics`, the cluster: the alarms and dashboard read
+ * both (infra/monitoring.ts).
+ */
 export const metricsPublisher = new Metrics({
   namespace: 'ServerlessServiceController',
   serviceName: 'controller',
@@ -258,7 +262,21 @@ export function flushMetrics(): void {
   if (metricsPublisher.hasStoredMetrics()) metricsPublisher.publishStoredMetrics();
 }
 
-export function powertoolsMetrics(): RuntimeMetrics {
+let clusterDimension: string | undefined;
+
+/**
+ * Every metric carries the cluster, so that two controllers in one account and Region keep apart:
+ * without it one cluster's heartbeats would keep the other's ForwarderQuiet alarm green, and its
+ * permission failures would page the other's owners. One dimension more per metric, not more
+ * metrics per cluster.
+ */
+export function powertoolsMetrics(clusterName: string): RuntimeMetrics {
+  // Only when it changes: Powertools warns at every overwrite of a default, even by its own value.
+  if (clusterDimension !== clusterName) {
+    metricsPublisher.clearDefaultDimensions();
+    metricsPublisher.setDefaultDimensions({ service: 'controller', cluster: clusterName });
+    clusterDimension = clusterName;
+  }
   return {
     count: (name, value = 1, dimensions) => {
       if (dimensions === undefined) {

@@ -401,7 +401,9 @@ describe('CDK app (infra/)', () => {
         // The timer's tick is delayed by the period (600 s), longer than the visibility timeout.
         Threshold: 660,
       });
-      expect(String(alarm.Properties.AlarmDescription)).toContain('docs/operations.md#nodebacklog');
+      expect(String(alarm.Properties.AlarmDescription)).toContain(
+        'section "nodebacklog" of docs/operations.md',
+      );
       // With a short period, one failed delivery's visibility timeout (360 s) is what to outwait.
       const short = synth({ nodeSyncPeriodSeconds: '60' }).template;
       expect(
@@ -462,7 +464,9 @@ describe('CDK app (infra/)', () => {
     // Every alarm points at its section of the runbook, and the section exists.
     const runbook = readFileSync('docs/operations.md', 'utf8');
     for (const alarm of alarms) {
-      const anchor = /docs\/operations\.md#([a-z]+)/.exec(alarm.Properties.AlarmDescription)?.[1];
+      const anchor = /section "([a-z]+)" of docs\/operations\.md/.exec(
+        alarm.Properties.AlarmDescription,
+      )?.[1];
       expect(runbook).toContain(`## ${anchor ?? '(no anchor)'}`);
     }
     // Errors and throttles of functions that did not run in a period count as zero, not as missing.
@@ -485,6 +489,8 @@ describe('CDK app (infra/)', () => {
       'ForwarderHeartbeats',
       'ForwarderSendFailures',
       'ForwarderPendingKeys',
+      'ForwarderWatchFailures',
+      'ForwarderFailingWatches',
     ]) {
       expect(body, name).toContain(metricRef('ServerlessServiceController', name));
     }
@@ -542,6 +548,7 @@ describe('CDK app (infra/)', () => {
         .sort(),
     ).toEqual([
       'FailingServices""',
+      'ForwarderFailingWatches""',
       'ForwarderHeartbeats""',
       'NodeSyncFailures""',
       'RetryableFailures"capacity"',
@@ -562,9 +569,18 @@ describe('CDK app (infra/)', () => {
       .map((f) => readFileSync(f, 'utf8'))
       .join('\n');
     for (const alarm of ours) {
-      const keys = (alarm.Dimensions ?? []).map((d) => d.Name).filter((n) => n !== 'service');
+      // Every one carries service and cluster (Powertools' default dimensions).
+      expect(alarm.Dimensions, alarm.MetricName).toEqual(
+        expect.arrayContaining([
+          { Name: 'service', Value: 'controller' },
+          { Name: 'cluster', Value: base.clusterName },
+        ]),
+      );
+      const keys = (alarm.Dimensions ?? [])
+        .map((d) => d.Name)
+        .filter((n) => n !== 'service' && n !== 'cluster');
       const call = new RegExp(
-        `count\\('${alarm.MetricName}'${keys.length > 0 ? `, 1, \\{ ${keys.join(': [^,}]+, ')}:` : '(\\)|, \\w+\\))'}`,
+        `count\\('${alarm.MetricName}'${keys.length > 0 ? `, 1, \\{ ${keys.join(': [^,}]+, ')}:` : '(\\)|, [\\w.]+\\))'}`,
       );
       expect(source, `${alarm.MetricName} ${keys.join()}`).toMatch(call);
     }
@@ -579,10 +595,10 @@ describe('CDK app (infra/)', () => {
         printed.length = 0;
         const extra = Object.fromEntries(
           (alarm.Dimensions ?? [])
-            .filter((d) => d.Name !== 'service')
+            .filter((d) => d.Name !== 'service' && d.Name !== 'cluster')
             .map((d) => [d.Name, d.Value]),
         );
-        powertoolsMetrics().count(
+        powertoolsMetrics(base.clusterName).count(
           alarm.MetricName ?? '',
           1,
           Object.keys(extra).length > 0 ? extra : undefined,

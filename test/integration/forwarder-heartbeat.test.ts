@@ -58,6 +58,25 @@ describe('forwarder heartbeat', () => {
     expect(world.log.lines.filter((l) => l.level === 'error')).toEqual([]);
   });
 
+  it('a forwarder that cannot list or watch is not silent, but its heartbeats count the failing watch and its failures', async () => {
+    // The forwarder's list and watch of all Services fail (the functions read them by namespace).
+    world.kube.failNextRequests(1_000, 403, { method: 'GET', path: /^\/api\/v1\/services$/ });
+    startForwarder(1);
+    await vi.waitFor(
+      async () => {
+        await world.handleOnce(1);
+        expect(world.metrics.get('ForwarderHeartbeats')).toBeGreaterThanOrEqual(2);
+        expect(world.metrics.get('ForwarderWatchFailures')).toBeGreaterThanOrEqual(2);
+      },
+      { timeout: 15_000 },
+    );
+    // A level per heartbeat (the alarm reads its Minimum): one of the two watches, at every
+    // heartbeat but the first, sent at start before the first list had failed.
+    const beats = world.metrics.get('ForwarderHeartbeats');
+    expect(world.metrics.get('ForwarderFailingWatches')).toBeGreaterThanOrEqual(beats - 1);
+    expect(world.metrics.get('ForwarderFailingWatches')).toBeLessThanOrEqual(beats);
+  });
+
   it('a forwarder that cannot send is silent: no heartbeat is counted, which is what the alarm reads', async () => {
     recorder.injectFault({ operation: 'SendMessageBatch', kind: 'server-error', times: 1_000 });
     startForwarder(1);

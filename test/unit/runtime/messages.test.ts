@@ -23,6 +23,10 @@ describe('parseWorkMessage', () => {
     ['node tick', { v: 1, kind: 'node', reason: 'tick', chain: 'c0ffee-1234' }],
     ['63-character labels', { v: 1, kind: 'service', key: `${label63}/${label63}` }],
     ['heartbeat', { v: 1, kind: 'heartbeat', sendFailures: 3, pending: 12 }],
+    [
+      'heartbeat with watch health',
+      { v: 1, kind: 'heartbeat', sendFailures: 0, pending: 0, watchFailures: 7, failingWatches: 1 },
+    ],
   ])('accepts a %s message', (_label, message) => {
     expect(parseWorkMessage(JSON.stringify(message))).toEqual({ ok: true, message });
   });
@@ -41,6 +45,14 @@ describe('parseWorkMessage', () => {
     ['a fractional count', '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":1.5}'],
     ['no counts', '{"v":1,"kind":"heartbeat"}'],
     ['a key', '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":0,"key":"default/web"}'],
+    [
+      'a negative watch failure count',
+      '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":0,"watchFailures":-1}',
+    ],
+    [
+      'more failing watches than it could have',
+      '{"v":1,"kind":"heartbeat","sendFailures":0,"pending":0,"failingWatches":1000}',
+    ],
   ])('rejects a heartbeat with %s', (_label, body) => {
     expect(problemOf(parseWorkMessage(body))).toBeTruthy();
   });

@@ -39,7 +39,7 @@ describe('Powertools output', () => {
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    countCalls(sqs, powertoolsMetrics());
+    countCalls(sqs, powertoolsMetrics('blue'));
     // Answered before it leaves the process: only the counting is under test.
     sqs.middlewareStack.add(
       () => () => Promise.resolve({ output: { $metadata: {} }, response: {} }),
@@ -52,10 +52,30 @@ describe('Powertools output', () => {
     const emf = JSON.parse(lines[0] ?? '{}') as Record<string, unknown>;
     expect(emf).toMatchObject({
       service: 'controller',
+      cluster: 'blue',
       awsService: 'SQS',
       operation: 'GetQueueUrl',
       AwsCalls: 1,
     });
+  });
+
+  it('every metric carries its cluster, with or without dimensions of its own', () => {
+    const metrics = powertoolsMetrics('green');
+    metrics.count('ForwarderHeartbeats');
+    metrics.count('RetryableFailures', 1, { class: 'permission' });
+    flushMetrics();
+    const emf = lines.map(
+      (line) =>
+        JSON.parse(line) as Record<string, unknown> & {
+          _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] };
+        },
+    );
+    expect(emf).toHaveLength(2);
+    for (const entry of emf) {
+      expect(entry.cluster).toBe('green');
+      for (const set of entry._aws.CloudWatchMetrics[0]?.Dimensions ?? [])
+        expect(set).toContain('cluster');
+    }
   });
 
   it('an invocation that counted nothing prints nothing when it flushes', () => {
@@ -65,8 +85,8 @@ describe('Powertools output', () => {
 
   it('every line is JSON, whatever Powertools has to say (a warning too)', () => {
     // A dimension Powertools refuses makes it warn: through the JSON logger.
-    powertoolsMetrics().count('Syncs', 1, { kind: '' });
-    powertoolsMetrics().count('Syncs', 1, { kind: 'service', outcome: 'done' });
+    powertoolsMetrics('blue').count('Syncs', 1, { kind: '' });
+    powertoolsMetrics('blue').count('Syncs', 1, { kind: 'service', outcome: 'done' });
     flushMetrics();
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
