@@ -16,6 +16,7 @@ import {
 } from '../../infra/controller-stack';
 import { settingNames, settingsFromContext, stackNameFor } from '../../infra/settings';
 import { flushMetrics, powertoolsMetrics } from '../../functions/runtime/wiring';
+import { sampleForwarderConfig } from '../support/forwarder-config';
 
 const base = {
   clusterName: 'demo',
@@ -874,15 +875,7 @@ describe('CDK app (infra/)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'k8s-'));
     const files = { config: join(dir, 'controller.json'), kustomization: join(dir, 'k.yaml') };
     writeFileSync(files.kustomization, readFileSync('infra/k8s/kustomization.yaml', 'utf8'));
-    const config = {
-      clusterName: 'demo',
-      region: 'eu-west-1',
-      loadBalancerClass: 'serverless-service-controller.io/nlb',
-      claimClassless: false,
-      nodePolicy: 'stable',
-      queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
-      nodeQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/node',
-    };
+    const config = sampleForwarderConfig;
     const image =
       '123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets:abc123';
     configureKustomization(

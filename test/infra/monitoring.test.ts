@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Annotations as CoreAnnotations, App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import * as eks from 'aws-cdk-lib/aws-eks';
-import { LayerVersion } from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
+import { synthOnlyEksCluster } from '../support/eks-cluster';
 import { ControllerStack } from '../../infra/controller-stack';
 import { docsRepositoryUrl, runbookReference } from '../../infra/monitoring';
 import { ServiceController } from '../../infra/service-controller';
@@ -161,16 +160,7 @@ describe('two clusters in one account and Region', { timeout: 120_000 }, () => {
   it('two constructs in one stack, one on an eks.Cluster (a name known at deploy): no metric shared', () => {
     const app = newApp();
     const stack = new Stack(app, 'Platform', { env });
-    const cluster = new eks.Cluster(stack, 'Cluster', {
-      version: eks.KubernetesVersion.V1_34,
-      kubectlLayer: LayerVersion.fromLayerVersionArn(
-        stack,
-        'Kubectl',
-        'arn:aws:lambda:eu-west-1:123456789012:layer:kubectl:1',
-      ),
-      authenticationMode: eks.AuthenticationMode.API_AND_CONFIG_MAP,
-      defaultCapacity: 0,
-    });
+    const cluster = synthOnlyEksCluster(stack);
     const first = new ServiceController(stack, 'Lb', { cluster });
     const second = new ServiceController(stack, 'Other', {
       clusterName: 'other',

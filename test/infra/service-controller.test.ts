@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as eks from 'aws-cdk-lib/aws-eks';
-import { LayerVersion } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
+import { synthOnlyEksCluster } from '../support/eks-cluster';
 import { parseConfig } from '../../functions/config';
 import { ServiceController, type ServiceControllerProps } from '../../infra/index';
 
@@ -20,17 +20,7 @@ function sampleApp(props: Omit<ServiceControllerProps, 'cluster'> = {}) {
   const stack = new Stack(app, 'Platform', {
     env: { account: '123456789012', region: 'eu-west-1' },
   });
-  const cluster = new eks.Cluster(stack, 'Cluster', {
-    version: eks.KubernetesVersion.V1_34,
-    // Synthesis only needs a layer to name; a real app uses @aws-cdk/lambda-layer-kubectl-v34.
-    kubectlLayer: LayerVersion.fromLayerVersionArn(
-      stack,
-      'Kubectl',
-      'arn:aws:lambda:eu-west-1:123456789012:layer:kubectl:1',
-    ),
-    authenticationMode: eks.AuthenticationMode.API_AND_CONFIG_MAP,
-    defaultCapacity: 0,
-  });
+  const cluster = synthOnlyEksCluster(stack);
   const controller = new ServiceController(stack, 'Lb', { cluster, ...props });
   return { app, stack, cluster, controller, template: Template.fromStack(stack) };
 }

@@ -14,6 +14,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { forwarderConfigSchema } from '../../functions/forwarder/config';
 import { k8sUsage, runK8sCommand } from '../../functions/local/k8s-render';
+import { sampleForwarderConfig } from '../support/forwarder-config';
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
 // CI installs kubectl (.ci/run) and sets this, so a missing kubectl fails there instead of skipping.
@@ -21,15 +22,7 @@ if (process.env.REQUIRE_KUBECTL === '1' && !hasKubectl) {
   throw new Error('REQUIRE_KUBECTL is set but kubectl is not on PATH');
 }
 
-const config = {
-  clusterName: 'demo',
-  region: 'eu-west-1',
-  loadBalancerClass: 'serverless-service-controller.io/nlb',
-  claimClassless: false,
-  nodePolicy: 'stable',
-  queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/work',
-  nodeQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/node',
-};
+const config = sampleForwarderConfig;
 const builtImage = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-hnb659fds-container-assets';
 const manifests = [
   'controller-rbac.yaml',

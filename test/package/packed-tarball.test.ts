@@ -102,6 +102,12 @@ async function install(dir: string, packages: string[]): Promise<void> {
 
 const cdk = join(repoRoot, 'node_modules', '.bin', 'cdk');
 
+/** The peer dependencies at the versions this checkout tests with. */
+const testedPeers = [
+  `aws-cdk-lib@${manifest.devDependencies['aws-cdk-lib']}`,
+  `constructs@${manifest.devDependencies['constructs']}`,
+];
+
 /** `cdk init app --language LANG` as a user runs it, minus its `npm install` and `git init`. */
 async function cdkInit(dir: string, language: 'typescript' | 'javascript'): Promise<void> {
   mkdirSync(dir, { recursive: true });
@@ -321,8 +327,7 @@ describe('in a stock `cdk init` TypeScript app: CommonJS, tsc under NodeNext, no
     );
     await install(app, [
       tarball,
-      `aws-cdk-lib@${manifest.devDependencies['aws-cdk-lib']}`,
-      `constructs@${manifest.devDependencies['constructs']}`,
+      ...testedPeers,
       `typescript@${manifest.devDependencies['typescript']}`,
       `@types/node@${manifest.devDependencies['@types/node']}`,
     ]);
@@ -369,11 +374,7 @@ describe('in a stock `cdk init` JavaScript app, without the optional Kubernetes 
         '',
       ].join('\n'),
     );
-    await install(app, [
-      tarball,
-      `aws-cdk-lib@${manifest.devDependencies['aws-cdk-lib']}`,
-      `constructs@${manifest.devDependencies['constructs']}`,
-    ]);
+    await install(app, [tarball, ...testedPeers]);
   });
 
   it('synthesises through require()', async () => {
