@@ -2,6 +2,7 @@ import { App, Validations, type Environment } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ControllerStack } from './controller-stack';
 import { settingsFromContext, stackNameFor } from './settings';
+import { runAsScript } from '../functions/run-as-script';
 
 /**
  * `npx cdk deploy -c clusterName=… -c vpcId=…`: every setting comes from CDK context (see
@@ -24,6 +25,6 @@ export function createApp(
   return { app, stack };
 }
 
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (runAsScript(import.meta.url)) {
   createApp().app.synth();
 }

@@ -8,6 +8,7 @@ import {
   withForwarderImage,
   type StackOutputs,
 } from '../functions/local/k8s-render';
+import { runAsScript } from '../functions/run-as-script';
 
 /**
  * `npm run k8s:configure [-- cdk-outputs.json] [--image REF] [--stack NAME]`: writes what
@@ -39,7 +40,7 @@ export function configureKustomization(
   return { stack: found.stack, ...(image !== undefined ? { image } : {}) };
 }
 
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (runAsScript(import.meta.url)) {
   const { values, positionals } = parseArgs({
     options: { image: { type: 'string' }, stack: { type: 'string' } },
     allowPositionals: true,

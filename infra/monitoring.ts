@@ -142,18 +142,21 @@ export class ControllerMonitoring extends Construct {
       threshold: number,
       description: string,
       evaluationPeriods = 1,
-      when: { below?: boolean; missingBreaches?: boolean } = {},
+      when: { below?: boolean; missingBreaches?: boolean; missingSkipped?: boolean } = {},
     ) => {
       const created = new Alarm(this, name, {
         metric,
         threshold,
         evaluationPeriods,
+        ...(when.missingSkipped ? { datapointsToAlarm: evaluationPeriods } : {}),
         comparisonOperator: when.below
           ? ComparisonOperator.LESS_THAN_THRESHOLD
           : ComparisonOperator.GREATER_THAN_THRESHOLD,
         treatMissingData: when.missingBreaches
           ? TreatMissingData.BREACHING
-          : TreatMissingData.NOT_BREACHING,
+          : when.missingSkipped
+            ? TreatMissingData.MISSING
+            : TreatMissingData.NOT_BREACHING,
         alarmDescription: `${description} See ${runbook(name.toLowerCase())}.`,
       });
       this.alarms.push(created);
@@ -280,7 +283,11 @@ export class ControllerMonitoring extends Construct {
     );
     // Heartbeats go on whatever the watches do, so a forwarder refused its watches (RBAC lost, a
     // 403) is not quiet, only deaf. Minimum: every heartbeat of the period reported a watch
-    // failing, so an API server's brief restart does not page; no heartbeat is ForwarderQuiet's.
+    // failing, so an API server's brief restart does not page. Periods without a heartbeat are
+    // skipped rather than counted as fine: a forwarder that lost its watches fails /healthz after
+    // 4 to 8 minutes and is restarted, with gaps of up to 5 minutes (CrashLoopBackOff) between its
+    // runs; its heartbeats report the watches failing from its start (never listed counts), so two
+    // periods with heartbeats, all failing, page even while it crash-loops.
     alarm(
       'ForwarderWatchesFailing',
       new Metric({
@@ -291,8 +298,9 @@ export class ControllerMonitoring extends Construct {
         period: fiveMinutes,
       }),
       0,
-      'The forwarder has failed to list or watch Services or Nodes for 10 minutes: their changes do not reach the controller.',
+      'In two 5-minute periods with forwarder heartbeats, every heartbeat reported a failing Service or Node watch: their changes do not reach the controller.',
       2,
+      { missingSkipped: true },
     );
     if (props.alarmTopicArn !== undefined) {
       const topic = Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn);

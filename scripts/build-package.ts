@@ -102,9 +102,8 @@ await Promise.all([
     outdir: dist,
     outExtension: { '.js': '.cjs' },
     format: 'cjs',
-    // The sources find the package's files from their own URL; CommonJS has __filename instead.
-    define: { 'import.meta.url': '__importMetaUrl' },
-    banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+    define: { 'import.meta.url': 'importMetaUrl' },
+    inject: [join(root, 'scripts/cjs-shims.ts')],
   }),
   build({
     ...common,

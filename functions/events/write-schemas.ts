@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { detailJsonSchema, lifecycleDetailTypes } from './lifecycle-events';
+import { runAsScript } from '../run-as-script';
 
 /**
  * `npm run events:schemas`: writes the JSON Schema of each lifecycle event's detail to
@@ -14,6 +15,6 @@ export function schemaFiles(): Record<string, string> {
   );
 }
 
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (runAsScript(import.meta.url)) {
   for (const [path, text] of Object.entries(schemaFiles())) writeFileSync(path, text);
 }

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { packageRoot } from '../package-root';
+import { runAsScript } from '../run-as-script';
 
 /**
  * Bundles the forwarder into one ESM file (production code only). It runs from a ConfigMap on a
@@ -33,6 +34,6 @@ export async function buildForwarder(outfile: string): Promise<void> {
 /** A ConfigMap holds at most 1 MiB; the bundle keeps room for the object's other fields. */
 export const forwarderBundleLimitBytes = 900 * 1024;
 
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (runAsScript(import.meta.url)) {
   await buildForwarder(process.argv[2] ?? 'infra/k8s/code/forwarder.mjs');
 }

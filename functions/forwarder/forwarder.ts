@@ -153,9 +153,15 @@ export class Forwarder {
     return this.services.restarts + this.nodes.restarts;
   }
 
-  /** Resources whose latest list or watch failed, none having succeeded since: not being seen. */
+  /**
+   * Resources not being seen: never listed yet, or whose latest list or watch failed with none
+   * succeeding since. Never listed counts, so that a pod the kubelet restarts (after
+   * `unhealthyAfterWatchFailures`) reports its lost watches from its first heartbeat on, not a
+   * healthy 0 until its own first failure: otherwise every restart would break the alarm's run of
+   * failing periods and a crash-looping forwarder would never page.
+   */
   get failingWatches(): number {
-    return [this.services, this.nodes].filter((w) => w.consecutiveFailures > 0).length;
+    return [this.services, this.nodes].filter((w) => !w.ready || w.consecutiveFailures > 0).length;
   }
 
   /**

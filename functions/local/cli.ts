@@ -7,6 +7,7 @@
  */
 import { UsageError, usage } from './cli-usage';
 import type * as Commands from './commands';
+import { runAsScript } from '../run-as-script';
 
 /** The optional packages the cluster commands need, as `npm install` takes them. */
 const clusterPackages = ['@kubernetes/client-node@^2.0.1', 'rfc6902@^5.4.0'];
@@ -39,7 +40,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   return (await clusterCommands()).main(argv);
 }
 
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (runAsScript(import.meta.url)) {
   try {
     process.exitCode = await main(process.argv.slice(2));
   } catch (error) {

@@ -10,12 +10,14 @@
 import {
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dump, load } from 'js-yaml';
@@ -388,6 +390,15 @@ export async function renderForwarderManifests(options: RenderOptions): Promise<
   }
   if (options.pdb === true) files.set(pdbFile, podDisruptionBudget(template));
 
+  // The bundle is built first, apart: a failed build leaves the directory as it was, never a new
+  // configuration beside the previous release's bundle for a GitOps commit to pick up.
+  const staging = mkdtempSync(join(tmpdir(), 'ssc-render-'));
+  try {
+    await buildBundle(join(staging, 'forwarder.mjs'));
+    files.set(bundleFile, readFileSync(join(staging, 'forwarder.mjs'), 'utf8'));
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
   for (const optional of [optionsPatchFile, pdbFile]) {
     if (!files.has(optional)) rmSync(join(out, optional), { force: true });
   }
@@ -395,13 +406,11 @@ export async function renderForwarderManifests(options: RenderOptions): Promise<
     mkdirSync(dirname(join(out, name)), { recursive: true });
     writeFileSync(join(out, name), text);
   }
-  mkdirSync(join(out, dirname(bundleFile)), { recursive: true });
-  await buildBundle(join(out, bundleFile));
   return {
     stack: found.stack,
     outputKey: found.key,
     image: options.image ?? found.image ?? template.defaultImage,
-    files: [...files.keys(), bundleFile].sort(),
+    files: [...files.keys()].sort(),
   };
 }
 

@@ -227,7 +227,7 @@ describe('alarms that notify nobody', () => {
 });
 
 describe('the forwarder’s watches', () => {
-  it('alarm when a watch has failed at every heartbeat for 10 minutes, on the cluster’s metric', () => {
+  it('alarm when every heartbeat of two periods with heartbeats reported a failing watch, on the cluster’s metric', () => {
     const stack = controllerStack(newApp(), 'blue');
     const alarm = alarmsOf(Template.fromStack(stack), stack.stackName).find(
       (a) => a.MetricName === 'ForwarderFailingWatches',
@@ -240,8 +240,10 @@ describe('the forwarder’s watches', () => {
       EvaluationPeriods: 2,
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',
-      // No heartbeat at all is ForwarderQuiet's to report.
-      TreatMissingData: 'notBreaching',
+      // Periods without heartbeats (a crash-looping pod's backoff) are skipped, not counted as
+      // fine: two periods with heartbeats, all failing, page.
+      TreatMissingData: 'missing',
+      DatapointsToAlarm: 2,
     });
     expect(alarm?.Dimensions).toEqual(
       expect.arrayContaining([

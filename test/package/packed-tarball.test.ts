@@ -177,7 +177,9 @@ function oldestCdkLib(): string {
   return floor;
 }
 
-const work = mkdtempSync(join(tmpdir(), 'ssc-package-'));
+// A space in the path, as in a user's "My Projects": entry points and commands must quote and
+// encode paths, not assume plain ones.
+const work = mkdtempSync(join(tmpdir(), 'ssc package '));
 let tarball = '';
 let entries: string[] = [];
 let packed: Manifest;
@@ -253,13 +255,7 @@ describe('the packed tarball', () => {
       require: { types: './dist/index.d.cts', default: './dist/index.cjs' },
     });
     const runtime = Object.keys(packed.dependencies);
-    for (const name of [
-      '@kubernetes/client-node',
-      'rfc6902',
-      'undici',
-      'tsx',
-      '@aws-sdk/credential-provider-node',
-    ]) {
+    for (const name of ['@kubernetes/client-node', 'rfc6902', 'undici', 'tsx']) {
       expect(runtime, name).not.toContain(name);
     }
     expect(packed.peerDependenciesMeta?.['@kubernetes/client-node']?.optional).toBe(true);
