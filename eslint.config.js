@@ -66,9 +66,9 @@ const coreBoundary = pureBoundary(
   'functions/core imports only from functions/core (dependencies point inward).',
 );
 const awsModelBoundary = pureBoundary(
-  ['functions/aws/model/**/*.ts'],
+  ['functions/nlb/model/**/*.ts'],
   '^\\.\\./(?!\\.\\./core/)',
-  'functions/aws/model is the pure NLB model: it imports only functions/core and itself.',
+  'functions/nlb/model is the pure NLB model: it imports only functions/core and itself.',
 );
 const useCaseBoundary = pureBoundary(
   ['functions/sync/**/*.ts'],

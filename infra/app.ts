@@ -2,7 +2,7 @@ import { App, Validations, type Environment } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ControllerStack } from './controller-stack';
 import { settingsFromContext, stackNameFor } from './settings';
-import { runAsScript } from '../functions/run-as-script';
+import { runAsScript } from '../functions/package/run-as-script';
 
 /**
  * `npx cdk deploy -c clusterName=… -c vpcId=…`: every setting comes from CDK context (see

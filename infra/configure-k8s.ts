@@ -8,7 +8,7 @@ import {
   withForwarderImage,
   type StackOutputs,
 } from '../functions/local/k8s-render';
-import { runAsScript } from '../functions/run-as-script';
+import { runAsScript } from '../functions/package/run-as-script';
 
 /**
  * `npm run k8s:configure [-- cdk-outputs.json] [--image REF] [--stack NAME]`: writes what

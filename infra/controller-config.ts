@@ -1,6 +1,6 @@
 import type * as z from 'zod/mini';
-import type { controllerConfigSchema } from '../functions/config';
-import type { ControllerSettings } from './settings';
+import type { controllerConfigSchema } from '../functions/contract/controller-config';
+import type { ControllerSettings } from './settings-schema';
 
 /** How long one sync may run (the functions' timeout). */
 export const syncTimeoutSeconds = 60;
@@ -22,7 +22,7 @@ export interface ControllerResources {
 
 /**
  * CONTROLLER_CONFIG as written: the schema's input, so what is left out takes the functions' own
- * default (functions/config.ts).
+ * default (functions/contract/controller-config.ts).
  */
 export type ControllerConfigInput = z.input<typeof controllerConfigSchema>;
 

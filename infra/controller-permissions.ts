@@ -1,6 +1,6 @@
 import type { Stack } from 'aws-cdk-lib';
 import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { ownershipTags } from '../functions/aws/model/naming';
+import { ownershipTags } from '../functions/nlb/model/naming';
 
 export interface ControllerPermissionsProps {
   readonly clusterName: string;
@@ -25,13 +25,13 @@ export function controllerPermissions(
   const requestsOurs = { [`aws:RequestTag/${ownershipTags.cluster}`]: props.clusterName };
   const elb = (resource: string) => stack.formatArn({ service: 'elasticloadbalancing', resource });
   const ec2 = (resource: string) => stack.formatArn({ service: 'ec2', resource });
-  // Target groups are all named `k8s-…` (functions/aws/model/naming.ts). NLBs are too, unless the
+  // Target groups are all named `k8s-…` (functions/nlb/model/naming.ts). NLBs are too, unless the
   // Service names one (aws-load-balancer-name): for them the ownership tag conditions below are
   // the only guard, as they are for security groups.
   const loadBalancers = elb('loadbalancer/net/*');
   const targetGroups = elb('targetgroup/k8s-*');
   const securityGroups = ec2('security-group/*');
-  // Listeners are created with the ownership tags too (functions/aws/execute.ts).
+  // Listeners are created with the ownership tags too (functions/nlb/execute.ts).
   const listeners = elb('listener/net/*/*');
   const notOwnershipKeys = { 'aws:TagKeys': Object.values(ownershipTags) };
 

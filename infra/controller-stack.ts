@@ -1,7 +1,7 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ServiceController } from './service-controller';
-import type { ControllerSettings } from './settings';
+import type { ControllerSettings } from './settings-schema';
 
 export { controllerGroup, forwarderNamespace, forwarderServiceAccount } from './service-controller';
 

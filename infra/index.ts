@@ -4,5 +4,5 @@
  */
 export { ServiceController, type ServiceControllerProps } from './service-controller';
 export type { ControllerCluster, ServiceControllerSettings } from './service-controller-settings';
-export type { ControllerSettings } from './settings';
+export type { ControllerSettings } from './settings-schema';
 export { ControllerStack, type ControllerStackProps } from './controller-stack';

@@ -17,10 +17,10 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { packageRoot } from '../functions/package-root';
+import { packageRoot } from '../functions/package/package-root';
 
 /**
- * The functions' EMF namespace and default dimensions (functions/runtime/wiring.ts). The cluster is
+ * The functions' EMF namespace and default dimensions (functions/wiring/wiring.ts). The cluster is
  * one of them so that two controllers in one account and Region never read each other's metrics:
  * one cluster's heartbeats would keep the other's ForwarderQuiet green.
  */

@@ -1,6 +1,7 @@
 import { Token } from 'aws-cdk-lib';
 import type { IVpc } from 'aws-cdk-lib/aws-ec2';
-import { settingNames, validatedSettings, type ControllerSettings } from './settings';
+import { validatedSettings } from './settings';
+import { settingNames, type ControllerSettings } from './settings-schema';
 
 /** The construct's settings: the app's, typed, every one optional where the cluster can give it. */
 export type ServiceControllerSettings = Readonly<Partial<ControllerSettings>>;

@@ -37,10 +37,10 @@ import {
   PhysicalResourceId,
 } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { eventSourceMaxConcurrency } from '../functions/runtime/capacity';
-import { resendAfterReceives } from '../functions/runtime/process-work';
-import { packageRoot } from '../functions/package-root';
-import { tenantPolicyWarnings } from '../functions/tenant-policy-config';
+import { eventSourceMaxConcurrency } from '../functions/contract/queue-limits';
+import { resendAfterReceives } from '../functions/contract/queue-limits';
+import { packageRoot } from '../functions/package/package-root';
+import { tenantPolicyWarnings } from '../functions/contract/tenant-policy-config';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
 import { lambdaBundle, lambdaBundleHooks } from './lambda-bundling';
@@ -55,7 +55,7 @@ import {
   type ControllerCluster,
   type ServiceControllerSettings,
 } from './service-controller-settings';
-import type { ControllerSettings } from './settings';
+import type { ControllerSettings } from './settings-schema';
 
 const root = packageRoot();
 
@@ -135,7 +135,7 @@ export class ServiceController extends Construct {
     // are not ours are moved there by the functions at once.
     const redrive = { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 };
     // A standard queue on purpose: a FIFO queue would serialise each message group. SQS runs it
-    // as a fair queue because every send sets a MessageGroupId (functions/aws/work-message-group.ts);
+    // as a fair queue because every send sets a MessageGroupId (functions/contract/work-message-group.ts);
     // no queue attribute is needed.
     this.queue = new Queue(this, 'WorkQueue', {
       encryption: QueueEncryption.SQS_MANAGED,

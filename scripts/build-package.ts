@@ -17,7 +17,7 @@ import { copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
 import { build, type BuildOptions } from 'esbuild';
-import { packageRoot } from '../functions/package-root';
+import { packageRoot } from '../functions/package/package-root';
 
 const root = packageRoot();
 const dist = join(root, 'dist');

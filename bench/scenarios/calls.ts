@@ -3,7 +3,7 @@
  * cases and the real NLB provider. ELBv2 + EC2 calls are what docs/design.md §5 budgets;
  * tagging-API, state-store and Kubernetes operations are counted beside them.
  */
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
 import type { ClaimPolicy } from '../../functions/core/claim';
 import type { Service } from '../../functions/core/objects';
 import { syncHosts } from '../../functions/sync/sync-hosts';

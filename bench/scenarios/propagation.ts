@@ -16,15 +16,16 @@
 import { planNodeSync, type EligibleHosts } from '../../functions/core/node-sync-plan';
 import type { Node, Service } from '../../functions/core/objects';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
-import { toProviderState } from '../../functions/aws/nlb-state';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
+import { toProviderState } from '../../functions/nlb/nlb-state';
 import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
-import { parseConfig } from '../../functions/config';
-import { eventSourceMaxConcurrency } from '../../functions/runtime/capacity';
+import { parseConfig } from '../../functions/contract/controller-config';
+import { eventSourceMaxConcurrency } from '../../functions/contract/queue-limits';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { RuntimeContext } from '../../functions/runtime/context';
+import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { makeNode, makeService } from '../../test/support/core-objects';
 import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../test/support/in-memory';
 import { awsRateLimits } from '../sim/aws-limits';
@@ -340,7 +341,7 @@ function ourWorld(
         nodePolicy: 'stable',
       },
       provider,
-      store: table.asStore(),
+      store: table,
       queue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
       nodeQueue: new SqsWorkQueue(nodeQueue.asSqsClient(), config.nodeQueueUrl ?? config.queueUrl),
       separateNodeQueue,

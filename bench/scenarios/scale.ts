@@ -13,10 +13,10 @@
  *   items read, whatever the filter and projection keep).
  * - Hot keys: the items every host update or registration touches, per second of the node change.
  */
-import { encodeRecord } from '../../functions/aws/record-codec';
+import { encodeRecord } from '../../functions/state/record-codec';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoStateStore } from '../../functions/aws/dynamo-state-store';
-import { toProviderState, maxRecordedTargets } from '../../functions/aws/nlb-state';
+import { DynamoStateStore } from '../../functions/state/dynamo-state-store';
+import { toProviderState, maxRecordedTargets } from '../../functions/nlb/nlb-state';
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { ServiceRecord } from '../../functions/sync/ports';
 import { makeService } from '../../test/support/core-objects';

@@ -24,15 +24,17 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { parseConfig } from '../../functions/config';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { parseConfig } from '../../functions/contract/controller-config';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import type { StoredObject, WatchEvent } from '../../functions/local/fake-kube/store';
-import { eventSourceMaxConcurrency } from '../../functions/runtime/capacity';
-import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
-import { processWorkBatch, type QueueRecord } from '../../functions/runtime/process-work';
-import { createRuntime } from '../../functions/runtime/wiring';
+import { eventSourceMaxConcurrency } from '../../functions/contract/queue-limits';
+import type { WiredRuntime } from '../../functions/wiring/wiring';
+import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { type QueueRecord } from '../../functions/runtime/queue-records';
+import { createRuntime } from '../../functions/wiring/wiring';
 import { createAwsCluster } from '../../test/support/aws-cluster';
 import { MotoAccount } from '../../test/support/moto';
 import { CallLog, InMemoryLoadBalancerProvider } from '../../test/support/in-memory';
@@ -210,7 +212,7 @@ export async function throughput(
   });
   const recorder = new Recorder();
   const concurrency = eventSourceMaxConcurrency(config.elbv2CallsPerSecond);
-  const runtimes: RuntimeContext[] = Array.from({ length: concurrency }, () => {
+  const runtimes: WiredRuntime[] = Array.from({ length: concurrency }, () => {
     const runtime = createRuntime(config, {
       credentials: account.config.credentials,
       log: recorder,

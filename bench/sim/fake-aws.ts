@@ -10,7 +10,7 @@ import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import type { NlbClients } from '../../functions/aws/clients';
 import type { RegistrationBudget } from '../../functions/aws/registration-budget';
-import { ownershipTags } from '../../functions/aws/model/naming';
+import { ownershipTags } from '../../functions/nlb/model/naming';
 import {
   AdaptiveRateLimiter,
   awsRateLimits,

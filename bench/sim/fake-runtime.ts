@@ -5,19 +5,34 @@
  * with the lease semantics of DynamoStateStore. Every remote call takes the same fixed latency.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoStateStore, FinishResult, Lease } from '../../functions/aws/dynamo-state-store';
-import { keptPk } from '../../functions/aws/dynamo-state-store';
+import type { LifecycleEvent } from '../../functions/contract/lifecycle-events';
+import type {
+  AcquireResult,
+  FailureUpdate,
+  FinishResult,
+  GlobalRun,
+  Lease,
+  NodeSyncTimer,
+  RuntimeStore,
+  ServiceItemSummary,
+  SweepBook,
+} from '../../functions/runtime/ports';
+import {
+  keptPk,
+  leasePk,
+  nodeSyncLeasePk,
+  serviceLeasePk,
+  servicePk,
+  sweepLeasePk,
+} from '../../functions/state/dynamo-state-store';
 import { BusyError } from '../../functions/core/errors';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
 import type { ServiceKey } from '../../functions/core/keys';
 import type { RuntimeContext } from '../../functions/runtime/context';
-import type { WorkMessage } from '../../functions/runtime/messages';
-import { messageGroupOf } from '../../functions/aws/work-message-group';
-import {
-  processWorkBatch,
-  type BatchResult,
-  type QueueRecord,
-} from '../../functions/runtime/process-work';
+import type { WorkMessage } from '../../functions/contract/work-messages';
+import { messageGroupOf } from '../../functions/contract/work-message-group';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
 import type { VirtualClock } from './virtual-clock';
 
@@ -321,7 +336,7 @@ type Item = Record<string, unknown>;
  * with fencing counter and dirty flag, and failure counting; record writes conditioned on the
  * version read), one latency per DynamoDB request it would make.
  */
-export class FakeStateTable {
+export class FakeStateTable implements RuntimeStore {
   readonly stats: StateStats = { calls: 0 };
   readonly items = new Map<string, Item>();
   private eligible: EligibleHosts | undefined;
@@ -336,7 +351,8 @@ export class FakeStateTable {
 
   /** Seeds a Service record without latency (the state before the node event). */
   seed(record: ServiceRecord): void {
-    this.items.set(`svc#${record.key}`, { pk: `svc#${record.key}`, rec: structuredClone(record) });
+    const pk = servicePk(record.key);
+    this.items.set(pk, { pk, rec: structuredClone(record) });
   }
 
   /** The stored eligible host set's hash, read without a simulated call (for measurements). */
@@ -349,18 +365,18 @@ export class FakeStateTable {
   }
 
   record(key: ServiceKey): ServiceRecord | undefined {
-    return this.items.get(`svc#${key}`)?.rec as ServiceRecord | undefined;
+    return this.items.get(servicePk(key))?.rec as ServiceRecord | undefined;
   }
 
-  asStore(): DynamoStateStore {
-    return this as unknown as DynamoStateStore;
+  acquireServiceLease(key: ServiceKey, owner: string, ttlSeconds: number): Promise<AcquireResult> {
+    return this.acquire(serviceLeasePk(key), owner, ttlSeconds);
   }
 
-  async acquire(
-    pk: string,
-    owner: string,
-    ttlSeconds: number,
-  ): Promise<{ acquired: true; lease: Lease } | { acquired: false; heldUntil: number }> {
+  acquireRunLease(run: GlobalRun, owner: string, ttlSeconds: number): Promise<AcquireResult> {
+    return this.acquire(leasePk(run), owner, ttlSeconds);
+  }
+
+  private async acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult> {
     await this.call();
     const now = this.clock.ms;
     const item = this.item(pk);
@@ -374,7 +390,7 @@ export class FakeStateTable {
       return {
         acquired: true,
         lease: {
-          pk,
+          id: pk,
           owner,
           fence: Number(item.fence),
           failures: Number(item.failures ?? 0),
@@ -390,33 +406,14 @@ export class FakeStateTable {
 
   async finish(
     lease: Lease,
-    failures: 'reset' | 'increment' | 'keep',
+    failures: FailureUpdate,
     ttlSeconds: number,
     unverified = false,
   ): Promise<FinishResult & { failures?: number }> {
     await this.call();
-    const item = this.item(lease.pk);
+    const item = this.item(lease.id);
     const holds = item.leaseOwner === lease.owner && item.fence === lease.fence;
-    if (holds && item.dirty !== true) {
-      delete item.leaseOwner;
-      delete item.leaseUntil;
-      if (unverified) item.unverified = true;
-      else delete item.unverified;
-      if (failures === 'reset') item.failures = 0;
-      if (failures === 'increment') item.failures = Number(item.failures ?? 0) + 1;
-      // A Service's lease item goes once its holder saw the record gone: with no failures to
-      // keep, the release is that DeleteItem (DynamoStateStore.releaseByDeleting).
-      const seen = this.seen.get(lease);
-      if (
-        lease.pk.startsWith('svclease#') &&
-        seen?.hasRecord === false &&
-        !item.failures &&
-        !item.unverified
-      ) {
-        this.items.delete(lease.pk);
-      }
-      return { kind: 'released', failures: Number(item.failures ?? 0) };
-    }
+    if (holds && item.dirty !== true) return this.release(lease, item, failures, unverified);
     await this.call();
     if (!holds) return { kind: 'lost' };
     item.dirty = false;
@@ -424,33 +421,69 @@ export class FakeStateTable {
     return { kind: 'again' };
   }
 
+  /** Releases whatever the dirty flag says (one conditional write), as DynamoStateStore does. */
+  async handBack(
+    lease: Lease,
+    failures: FailureUpdate,
+    unverified = false,
+  ): Promise<FinishResult & { failures?: number }> {
+    await this.call();
+    const item = this.item(lease.id);
+    if (item.leaseOwner !== lease.owner || item.fence !== lease.fence) return { kind: 'lost' };
+    return this.release(lease, item, failures, unverified);
+  }
+
+  private release(
+    lease: Lease,
+    item: Item,
+    failures: FailureUpdate,
+    unverified: boolean,
+  ): FinishResult & { failures?: number } {
+    delete item.leaseOwner;
+    delete item.leaseUntil;
+    if (unverified) item.unverified = true;
+    else delete item.unverified;
+    if (failures === 'reset') item.failures = 0;
+    if (failures === 'increment') item.failures = Number(item.failures ?? 0) + 1;
+    // A Service's lease item goes once its holder saw the record gone: with no failures to
+    // keep, the release is that DeleteItem (DynamoStateStore.releaseByDeleting).
+    const seen = this.seen.get(lease);
+    if (
+      lease.id.startsWith(serviceLeasePk('')) &&
+      seen?.hasRecord === false &&
+      !item.failures &&
+      !item.unverified
+    ) {
+      this.items.delete(lease.id);
+    }
+    return { kind: 'released', failures: Number(item.failures ?? 0) };
+  }
+
   fencedBy(lease: Lease): StateStore {
     // The record item is written whole, conditioned on the version this lease's holder saw.
     const recordWrite = async (key: ServiceKey, rec: ServiceRecord | undefined) => {
       await this.call();
-      const item = this.items.get(`svc#${key}`);
-      if (lease.pk !== `svclease#${key}` || item?.ver !== this.seen.get(lease)?.ver) {
-        throw new BusyError(`${key} was written since lease ${lease.pk} read it; not writing`);
+      const item = this.items.get(servicePk(key));
+      if (lease.id !== serviceLeasePk(key) || item?.ver !== this.seen.get(lease)?.ver) {
+        throw new BusyError(`${key} was written since lease ${lease.id} read it; not writing`);
       }
       const ver = ++this.versions;
-      this.items.set(
-        `svc#${key}`,
-        rec === undefined ? { pk: `svc#${key}`, ver } : { pk: `svc#${key}`, rec, ver },
-      );
+      const pk = servicePk(key);
+      this.items.set(pk, rec === undefined ? { pk, ver } : { pk, rec, ver });
       this.seen.set(lease, { ver, hasRecord: rec !== undefined });
     };
     const fenced = async (write: () => void) => {
       await this.call();
-      const item = this.item(lease.pk);
+      const item = this.item(lease.id);
       if (item.leaseOwner !== lease.owner || item.fence !== lease.fence) {
-        throw new BusyError(`lease on ${lease.pk} was lost (fence ${lease.fence}); not writing`);
+        throw new BusyError(`lease on ${lease.id} was lost (fence ${lease.fence}); not writing`);
       }
       write();
     };
     return {
       getService: async (key) => {
         await this.call();
-        const item = this.items.get(`svc#${key}`);
+        const item = this.items.get(servicePk(key));
         const rec = item?.rec;
         this.seen.set(lease, {
           ver: item?.ver as number | undefined,
@@ -490,20 +523,115 @@ export class FakeStateTable {
     };
   }
 
-  async getItem(pk: string): Promise<Record<string, unknown> | undefined> {
+  // Each bookkeeping read or write is one request on the run's lease item, as in DynamoStateStore.
+
+  async nodeSyncTimer(): Promise<NodeSyncTimer> {
     await this.call();
-    const item = this.items.get(pk);
-    return item === undefined ? undefined : { ...item };
+    const item = this.items.get(nodeSyncLeasePk);
+    return {
+      chain: typeof item?.chain === 'string' ? item.chain : undefined,
+      lastRunAtMs: typeof item?.lastRunAtMs === 'number' ? item.lastRunAtMs : 0,
+      lastTickAtMs: typeof item?.lastTickAt === 'number' ? item.lastTickAt : 0,
+    };
   }
 
-  async setAttributes(pk: string, values: Record<string, string | number | boolean>) {
+  async recordNodeSyncRun(atMs: number): Promise<void> {
     await this.call();
-    Object.assign(this.item(pk), values);
+    Object.assign(this.item(nodeSyncLeasePk), { lastRunAtMs: atMs });
   }
 
-  async removeAttributes(pk: string, names: readonly string[]) {
+  async claimCoalescedPass(untilMs: number): Promise<boolean> {
     await this.call();
-    for (const name of names) delete this.item(pk)[name];
+    const item = this.item(nodeSyncLeasePk);
+    if (typeof item.coalescedUntil === 'number' && item.coalescedUntil >= this.clock.ms) {
+      return false;
+    }
+    item.coalescedUntil = untilMs;
+    return true;
+  }
+
+  async releaseCoalescedPass(): Promise<void> {
+    await this.call();
+    delete this.item(nodeSyncLeasePk).coalescedUntil;
+  }
+
+  async recordTick(atMs: number): Promise<void> {
+    await this.call();
+    this.item(nodeSyncLeasePk).lastTickAt = atMs;
+  }
+
+  async startTimerChain(chain: string, atMs: number): Promise<void> {
+    await this.call();
+    Object.assign(this.item(nodeSyncLeasePk), { chain, lastTickAt: atMs });
+  }
+
+  async sweepBook(): Promise<SweepBook> {
+    await this.call();
+    const item = this.items.get(sweepLeasePk);
+    return {
+      resyncPass: typeof item?.resyncPass === 'string' ? item.resyncPass : undefined,
+      previousResyncPass:
+        typeof item?.previousResyncPass === 'string' ? item.previousResyncPass : undefined,
+      orphansFirstSeen: new Map(
+        Object.entries((item?.orphans as Record<string, number> | undefined) ?? {}),
+      ),
+    };
+  }
+
+  async startResyncPass(pass: string, previous: string | undefined): Promise<void> {
+    await this.call();
+    Object.assign(this.item(sweepLeasePk), {
+      resyncPass: pass,
+      ...(previous !== undefined ? { previousResyncPass: previous } : {}),
+    });
+  }
+
+  async markOrphanSeen(uid: string, atMs: number): Promise<void> {
+    await this.call();
+    const item = this.item(sweepLeasePk);
+    item.orphans = { ...(item.orphans as Record<string, number> | undefined), [uid]: atMs };
+  }
+
+  async clearOrphan(uid: string): Promise<void> {
+    await this.call();
+    const orphans = this.item(sweepLeasePk).orphans as Record<string, number> | undefined;
+    if (orphans !== undefined) delete orphans[uid];
+  }
+
+  async recordSweepRun(_atMs: number): Promise<void> {
+    await this.call();
+  }
+
+  /** One Scan page per MB, as listServiceHosts. */
+  async listServiceItems(): Promise<ServiceItemSummary[]> {
+    await this.call();
+    const result: ServiceItemSummary[] = [];
+    for (const [pk, item] of this.items) {
+      const rec = item.rec as ServiceRecord | undefined;
+      if (rec === undefined || pk !== servicePk(rec.key)) continue;
+      const lease = this.items.get(serviceLeasePk(rec.key));
+      result.push({
+        key: rec.key,
+        uid: rec.uid,
+        hasRecord: true,
+        failures: Number(lease?.failures ?? 0),
+        dirty: lease?.dirty === true,
+      });
+    }
+    return result;
+  }
+
+  // The benchmark publishes no lifecycle events: the runtime's event queue is never used.
+  putPendingEvents(_events: readonly LifecycleEvent[], _expiresAt: Date): Promise<void> {
+    return Promise.reject(new Error('the benchmark keeps no pending lifecycle events'));
+  }
+
+  getPendingEvents(_eventIds: readonly string[]): Promise<LifecycleEvent[]> {
+    return Promise.resolve([]);
+  }
+
+  deletePendingEvents(_eventIds: readonly string[]): Promise<void> {
+    return Promise.resolve();
   }
 
   /** A Scan reads at most 1 MB per page: one request per MB of items. */

@@ -32,8 +32,6 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * the table cannot be reached the per-process limiter decides (the budget is a courtesy to AWS's
  * bucket, which still protects itself by throttling).
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { RequeueAfterError } from '../core/errors';
 import { parseServiceKey } from '../core/keys';
 import {
@@ -50,8 +48,6 @@ import {
   type SlotRule,
   type TatUpdate,
 } from '../core/registration-slots';
-
-export const registrationBudgetPk = 'budget#elbv2-registration';
 
 /**
  * AWS's bucket refills at 4/s; a burst of 10 of its 20 tokens leaves room for the calls of other
@@ -100,90 +96,6 @@ export class TatBudgetStore implements BudgetStore {
     }
     // Contended beyond reason: come back in a moment rather than spin on the item.
     return { kind: 'later', inMs: rule.intervalMs };
-  }
-}
-
-/**
- * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, and the
- * namespaces' booked horizons in `n0`…`n31` (32 numbers at most, whatever the namespaces: about
- * 400 bytes, one write unit).
- */
-export class DynamoTatItem implements TatItem {
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tableName: string,
-    private readonly pk: string = registrationBudgetPk,
-  ) {}
-
-  write(write: BudgetWrite): Promise<TatUpdate> {
-    const names: Record<string, string> = {};
-    write.lanes.forEach((lane, i) => (names[`#l${i}`] = lane));
-    const setLanes = write.lanes.map((_, i) => `, #l${i} = `);
-    if (write.kind === 'restart') {
-      return this.update({
-        ConditionExpression: 'attribute_not_exists(tat) OR tat < :now',
-        UpdateExpression: `SET tat = :next${setLanes.map((set) => `${set}:next`).join('')}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: {
-          ':now': write.nowMs,
-          ':next': write.nextTat,
-        },
-      });
-    }
-    // Every SET reads the item as it was: each lane becomes the new tat.
-    const fair =
-      write.lanes.length === 0
-        ? ''
-        : ` AND (tat <= :immediate${write.lanes
-            .map((_, i) => ` OR attribute_not_exists(#l${i}) OR #l${i} <= :lane`)
-            .join('')})`;
-    return this.update({
-      ConditionExpression: `tat >= :now AND tat <= :latest${fair}`,
-      UpdateExpression: `SET tat = tat + :interval${setLanes.map((set) => `${set}tat + :interval`).join('')}`,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: {
-        ':now': write.nowMs,
-        ':latest': write.latestTat,
-        ':interval': write.intervalMs,
-        ...(write.lanes.length === 0
-          ? {}
-          : {
-              ':immediate': write.immediateTat,
-              ':lane': write.latestLane,
-            }),
-      },
-    });
-  }
-
-  private async update(expression: {
-    ConditionExpression: string;
-    UpdateExpression: string;
-    ExpressionAttributeNames: Record<string, string>;
-    ExpressionAttributeValues: Record<string, number>;
-  }): Promise<TatUpdate> {
-    const { ExpressionAttributeNames, ...rest } = expression;
-    try {
-      const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: this.pk },
-          ...rest,
-          ...(Object.keys(ExpressionAttributeNames).length > 0 ? { ExpressionAttributeNames } : {}),
-          ReturnValues: 'UPDATED_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { booked: true, tat: Number(result.Attributes?.tat) };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // The document client does not unmarshall the item a refused condition returns.
-      const stored = (error.Item ?? {}) as Record<string, { N?: string } | undefined>;
-      const item: Record<string, number | undefined> = {};
-      for (const [name, value] of Object.entries(stored)) {
-        if (value?.N !== undefined) item[name] = Number(value.N);
-      }
-      return { booked: false, item };
-    }
   }
 }
 

@@ -1,12 +1,12 @@
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
-import { packageRoot } from '../package-root';
-import { runAsScript } from '../run-as-script';
+import { packageRoot } from '../package/package-root';
+import { runAsScript } from '../package/run-as-script';
 
 /**
  * Bundles the forwarder into one ESM file (production code only). It runs from a ConfigMap on a
  * public Node image (infra/k8s), so it must stay well under a ConfigMap's 1 MiB: that is why the
- * forwarder reaches the API server without client-node (functions/forwarder/in-cluster.ts). Names
+ * forwarder reaches the API server without client-node (functions/kube/in-cluster.ts). Names
  * are kept, so stack traces read without a source map. The banner gives CommonJS dependencies the
  * `require` they expect inside an ES module. Paths are the package's, not the working directory's:
  * `k8s render` runs this from wherever the user is, in a checkout or an installed package.

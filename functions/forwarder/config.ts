@@ -1,6 +1,6 @@
 import * as z from 'zod/mini';
-import '../zod-messages';
-import { ConfigurationError, sharedSettings } from '../config';
+import '../contract/zod-messages';
+import { ConfigurationError, sharedSettings } from '../contract/controller-config';
 
 /**
  * The forwarder reads the same CONTROLLER_CONFIG as the functions (so class, finalizer mode and

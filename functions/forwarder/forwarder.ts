@@ -9,12 +9,12 @@ import {
 } from '../core/enqueue-filters';
 import type { NodePolicy } from '../core/node-policy';
 import type { Node, Service } from '../core/objects';
-import type { WorkMessage } from '../runtime/messages';
+import type { WorkMessage } from '../contract/work-messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
 import { Publisher } from './publisher';
 import { KubeApiClient } from '../kube/kube-api-client';
-import type { KubeConnection } from './in-cluster';
-import { streamListPage } from './list-stream';
+import type { KubeConnection } from '../kube/in-cluster';
+import { streamListPage } from '../kube/list-stream';
 import { ResourceWatch } from './resource-watch';
 
 export interface ForwarderOptions {

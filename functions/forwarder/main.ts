@@ -1,8 +1,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { SqsWorkQueue } from '../aws/sqs-work-queue';
+import { SqsWorkQueue } from '../queue/sqs-work-queue';
 import { forwarderConfigFromEnvironment } from './config';
 import { Forwarder } from './forwarder';
-import { InClusterConnection } from './in-cluster';
+import { InClusterConnection } from '../kube/in-cluster';
 import { sendByKind } from './queue-routing';
 
 /** The forwarder process: the Pod's ServiceAccount, SQS from Pod Identity / IRSA, stop on SIGTERM. */

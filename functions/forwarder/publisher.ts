@@ -1,5 +1,5 @@
-import { messageGroupOf } from '../aws/work-message-group';
-import type { WorkMessage } from '../runtime/messages';
+import { messageGroupOf } from '../contract/work-message-group';
+import type { WorkMessage } from '../contract/work-messages';
 
 export interface PublisherMetrics {
   forwarded: number;

@@ -1,5 +1,5 @@
-import type { WorkQueue } from '../aws/sqs-work-queue';
-import type { WorkMessage } from '../runtime/messages';
+import type { WorkQueue } from '../runtime/ports';
+import type { WorkMessage } from '../contract/work-messages';
 
 /**
  * The forwarder's send: node messages to the node queue (the node-sync function's own, so a Service

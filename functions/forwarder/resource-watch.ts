@@ -1,5 +1,5 @@
 import { KubeApiError, type KubeApiClient } from '../kube/kube-api-client';
-import { streamListPage, type ListPageMetadata } from './list-stream';
+import { streamListPage, type ListPageMetadata } from '../kube/list-stream';
 import { readWatchStream } from './watch-stream';
 
 export interface ListPage<T> {

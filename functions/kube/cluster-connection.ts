@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConnection } from '../forwarder/in-cluster';
+import type { KubeConnection } from './in-cluster';
 
 /** How to reach and authenticate to one API server, as a kubeconfig or EKS describes it. */
 export interface ClusterAccess {

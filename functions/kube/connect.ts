@@ -1,6 +1,6 @@
-import type { ControllerConfig } from '../config';
+import type { ControllerConfig } from '../contract/controller-config';
 import type { Clock } from '../sync/ports';
-import type { KubeConnection } from '../forwarder/in-cluster';
+import type { KubeConnection } from './in-cluster';
 import {
   ClusterConnection,
   insecureConnectionProblems,

@@ -1,6 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { KubeConnection } from '../forwarder/in-cluster';
+import type { KubeConnection } from './in-cluster';
 
 /** An API server answer other than 2xx: its status and body, as the error taxonomy needs them. */
 export class KubeApiError extends Error {

@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { load } from 'js-yaml';
-import type { KubeConnection } from '../forwarder/in-cluster';
-import { InClusterConnection } from '../forwarder/in-cluster';
+import type { KubeConnection } from './in-cluster';
+import { InClusterConnection } from './in-cluster';
 import { ClusterConnection, tokenFromFile, type ClusterAccess } from './cluster-connection';
 
 /**

@@ -1,10 +1,7 @@
-import type { KubeConnection } from '../forwarder/in-cluster';
-import { streamListPage } from '../forwarder/list-stream';
+import type { KubeConnection } from './in-cluster';
+import { streamListPage } from './list-stream';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
-import {
-  attributesAnnotation,
-  wantsDeletionProtection,
-} from '../aws/model/load-balancer-attributes';
+import { attributesAnnotation, wantsDeletionProtection } from '../core/deletion-protection';
 import { classFinalizer, upstreamFinalizer } from '../core/claim';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
 import type { LoadBalancerStatus, Node, Service } from '../core/objects';

@@ -18,7 +18,7 @@ import {
   QueueDoesNotExist,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { resendAfterReceives } from '../runtime/process-work';
+import { resendAfterReceives } from '../contract/queue-limits';
 
 export interface AwsAccess {
   readonly region: string;

@@ -7,7 +7,7 @@
  */
 import { UsageError, usage } from './cli-usage';
 import type * as Commands from './commands';
-import { runAsScript } from '../run-as-script';
+import { runAsScript } from '../package/run-as-script';
 
 /** The optional packages the cluster commands need, as `npm install` takes them. */
 const clusterPackages = ['@kubernetes/client-node@^2.0.1', 'rfc6902@^5.4.0'];

@@ -3,12 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, loadAllYaml, type V1Service } from '@kubernetes/client-node';
-import { controllerConfigSchema, parseConfig, type ControllerConfig } from '../config';
-import { tenantPolicySchema, type TenantPolicySetting } from '../tenant-policy-config';
+import {
+  controllerConfigSchema,
+  parseConfig,
+  type ControllerConfig,
+} from '../contract/controller-config';
+import { tenantPolicySchema, type TenantPolicySetting } from '../contract/tenant-policy-config';
 import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
-import type { RuntimeLog } from '../runtime/context';
-import { createRuntime } from '../runtime/wiring';
+import type { RuntimeLog } from '../runtime/ports';
+import { createRuntime } from '../wiring/wiring';
 import {
   createSimulatedNetwork,
   ensureQueueAndTable,

@@ -22,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dump, load } from 'js-yaml';
 import { forwarderConfigFromEnvironment, type ForwarderConfig } from '../forwarder/config';
-import { packageRoot } from '../package-root';
+import { packageRoot } from '../package/package-root';
 
 /** What `cdk deploy --outputs-file` writes: stack name to output name to value. */
 export type StackOutputs = Record<string, Record<string, string>>;

@@ -1,15 +1,16 @@
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { readNlbState } from '../aws/nlb-state';
+import { readNlbState } from '../nlb/nlb-state';
 import { wantsLoadBalancer } from '../core/claim';
 import type { Service } from '../core/objects';
-import type { ControllerConfig } from '../config';
+import type { ControllerConfig } from '../contract/controller-config';
 import { Forwarder } from '../forwarder/forwarder';
-import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../runtime/context';
+import type { WiredRuntime } from '../wiring/wiring';
+import type { RuntimeLog, RuntimeMetrics } from '../runtime/ports';
 import { scheduleTick } from '../runtime/node-sync';
-import { processWorkBatch } from '../runtime/process-work';
+import { processWorkBatch } from '../runtime/work-batch';
 import { runSweep } from '../runtime/sweep';
-import { createRuntime } from '../runtime/wiring';
+import { createRuntime } from '../wiring/wiring';
 import { clientConfig, type AwsAccess } from './aws-resources';
 
 /** One Service as the progress display and `--until-converged` see it. */
@@ -38,7 +39,7 @@ export interface LocalControllerOptions {
  * display's (and the forwarder's unless it has its own).
  */
 export class LocalController {
-  readonly runtime: RuntimeContext;
+  readonly runtime: WiredRuntime;
   private readonly forwarder: Forwarder;
   private readonly sqs: SQSClient;
   private readonly api: CoreV1Api;

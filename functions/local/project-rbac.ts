@@ -7,7 +7,7 @@ import {
   serviceAccountUser,
   type UserInfo,
 } from './fake-kube/rbac';
-import { packageRoot } from '../package-root';
+import { packageRoot } from '../package/package-root';
 
 /** The package's Kubernetes manifests: what `kubectl apply -k infra/k8s` installs. */
 export const manifestsDir = join(packageRoot(), 'infra', 'k8s');

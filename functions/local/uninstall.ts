@@ -2,7 +2,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { ourFinalizersOn } from '../core/claim';
 import type { Service } from '../core/objects';
 import { HttpKubernetesApi } from '../kube/kubernetes-api';
-import type { RuntimeContext } from '../runtime/context';
+import type { WiredRuntime } from '../wiring/wiring';
 
 export interface UninstallPlan {
   /** Service UID → `namespace/name`, for every Service that owns AWS resources of this cluster. */
@@ -13,7 +13,7 @@ export interface UninstallPlan {
 
 /** What an uninstall would delete and release: resources found by the cluster tag, finalizers. */
 export async function planUninstall(
-  ctx: RuntimeContext,
+  ctx: WiredRuntime,
   kubeconfigPath: string,
 ): Promise<UninstallPlan> {
   const kubeConfig = new KubeConfig();
@@ -34,7 +34,7 @@ export async function planUninstall(
  * releases the finalizers so no Service is left stuck. Stop the forwarder first, or it re-creates.
  */
 export async function uninstall(
-  ctx: RuntimeContext,
+  ctx: WiredRuntime,
   kubeconfigPath: string,
   report: (line: string) => void,
   options: { retryDelayMs?: number; maxRounds?: number } = {},

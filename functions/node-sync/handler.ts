@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { processNodeBatch } from '../runtime/node-messages';
 import { scheduleTick } from '../runtime/node-sync';
-import { runtimeFromEnvironment } from '../runtime/runtime-instance';
-import { queueRecordsOf } from '../runtime/sqs-records';
-import { flushMetrics } from '../runtime/wiring';
+import { runtimeFromEnvironment } from '../wiring/runtime-instance';
+import { queueRecordsOf } from '../runtime/queue-records';
+import { flushMetrics } from '../wiring/wiring';
 
 /** What EventBridge's scheduled rule sends; only its shape matters here. */
 interface ScheduledEvent {

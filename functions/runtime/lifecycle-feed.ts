@@ -7,21 +7,9 @@ import {
   type LifecycleCommon,
   type LifecycleDetail,
   type LifecycleEvent,
-} from '../events/lifecycle-events';
+} from '../contract/lifecycle-events';
 import type { LifecycleRecorder, LoadBalancerSummary, TargetChanges } from '../sync/ports';
 import type { RuntimeContext } from './context';
-
-/**
- * Publishes lifecycle events; never throws. What is still rejected after its own retries is
- * handed back to be offered again; what EventBridge calls invalid is handed back to be dropped.
- */
-export interface LifecyclePublisher {
-  publish(events: readonly LifecycleEvent[]): Promise<{
-    readonly published: number;
-    readonly rejected: readonly LifecycleEvent[];
-    readonly invalid: readonly LifecycleEvent[];
-  }>;
-}
 
 /** How long an event is offered again before it is given up: a day of a broken bus or grant. */
 export const maxEventAgeSeconds = 24 * 60 * 60;

@@ -1,8 +1,9 @@
 import { errorMessage, failureClassOf } from '../core/errors';
-import { backoffSeconds, type RuntimeContext } from './context';
-import { parseWorkMessage, type WorkMessage } from './messages';
+import { backoffSeconds } from '../core/backoff';
+import type { RuntimeContext } from './context';
+import { parseWorkMessage, type WorkMessage } from '../contract/work-messages';
 import { runNodeSync } from './node-sync';
-import { comeBackLater, deadLetter, type BatchResult, type QueueRecord } from './process-work';
+import { comeBackLater, deadLetter, type BatchResult, type QueueRecord } from './queue-records';
 
 type NodeMessage = Extract<WorkMessage, { kind: 'node' }>;
 type ReceivedNodeMessage = { readonly record: QueueRecord; readonly message: NodeMessage };

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { leasePk } from '../aws/dynamo-state-store';
 import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
-import type { WorkMessage } from './messages';
-import { registrationWaitMs, runKey, secondsUntilExpiry } from './process-work';
+import type { WorkMessage } from '../contract/work-messages';
+import { registrationWaitMs, runKey, secondsUntilExpiry } from './key-passes';
 import type { ServiceKey } from '../core/keys';
 
-export const nodeSyncLease = leasePk('node-sync');
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
 
@@ -25,7 +23,11 @@ export async function runNodeSync(
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
 ): Promise<NodeSyncRun> {
   if (await coalesced(ctx, triggers)) return { kind: 'done' };
-  const acquired = await ctx.store.acquire(nodeSyncLease, ctx.newOwner(), ctx.config.leaseSeconds);
+  const acquired = await ctx.store.acquireRunLease(
+    'node-sync',
+    ctx.newOwner(),
+    ctx.config.leaseSeconds,
+  );
   if (!acquired.acquired) {
     // The running pass sees the dirty flag this acquire left and runs again; a tick of the
     // current chain must still schedule the next one, or the chain would stop here. The node
@@ -95,10 +97,7 @@ export async function runNodeSync(
     throw error;
   }
   await publishLifecycle(ctx, lifecycle.events);
-  await ctx.store.setAttributes(nodeSyncLease, {
-    lastRunAt: ctx.base.clock.now().toISOString(),
-    lastRunAtMs: ctx.base.clock.now().getTime(),
-  });
+  await ctx.store.recordNodeSyncRun(ctx.base.clock.now().getTime());
   await continueChain(ctx, triggers);
   return { kind: 'done' };
 }
@@ -141,14 +140,13 @@ async function coalesced(
 ): Promise<boolean> {
   const interval = ctx.config.nodeSyncMinIntervalSeconds * 1000;
   if (interval === 0) return false;
-  const item = await ctx.store.getItem(nodeSyncLease);
-  if (triggers.some((t) => t.chain !== undefined && t.chain === item?.chain)) return false;
-  const lastRunAt = typeof item?.lastRunAtMs === 'number' ? item.lastRunAtMs : 0;
+  const timer = await ctx.store.nodeSyncTimer();
+  if (triggers.some((t) => t.chain !== undefined && t.chain === timer.chain)) return false;
   const now = ctx.base.clock.now().getTime();
-  const due = lastRunAt + interval;
+  const due = timer.lastRunAtMs + interval;
   if (now >= due) return false;
   ctx.metrics.count('CoalescedNodeMessages', triggers.length);
-  if (await ctx.store.claimUntil(nodeSyncLease, 'coalescedUntil', due)) {
+  if (await ctx.store.claimCoalescedPass(due)) {
     try {
       await ctx.nodeQueue.send(
         [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
@@ -157,7 +155,7 @@ async function coalesced(
     } catch (error) {
       // Give the claim back, or the retry of these messages would find it taken and be folded
       // into a pass that nothing is on its way to run.
-      await ctx.store.removeAttributes(nodeSyncLease, ['coalescedUntil']).catch(() => undefined);
+      await ctx.store.releaseCoalescedPass().catch(() => undefined);
       throw error;
     }
   }
@@ -169,10 +167,10 @@ async function continueChain(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
 ): Promise<void> {
-  const item = await ctx.store.getItem(nodeSyncLease);
-  const tick = triggers.find((t) => t.chain !== undefined && t.chain === item?.chain);
+  const timer = await ctx.store.nodeSyncTimer();
+  const tick = triggers.find((t) => t.chain !== undefined && t.chain === timer.chain);
   if (tick?.chain === undefined) return;
-  await ctx.store.setAttributes(nodeSyncLease, { lastTickAt: ctx.base.clock.now().getTime() });
+  await ctx.store.recordTick(ctx.base.clock.now().getTime());
   await ctx.nodeQueue.send(
     [{ v: 1, kind: 'node', reason: 'tick', chain: tick.chain }],
     ctx.config.nodeSyncPeriodSeconds,
@@ -184,13 +182,15 @@ async function continueChain(
  * start), start a new chain; older chains then stop at their next tick because they no longer match.
  */
 export async function scheduleTick(ctx: RuntimeContext): Promise<'started' | 'running'> {
-  const item = await ctx.store.getItem(nodeSyncLease);
-  const lastTickAt = typeof item?.lastTickAt === 'number' ? item.lastTickAt : 0;
+  const timer = await ctx.store.nodeSyncTimer();
   const now = ctx.base.clock.now().getTime();
-  if (item?.chain !== undefined && now - lastTickAt < 2 * ctx.config.nodeSyncPeriodSeconds * 1000)
+  if (
+    timer.chain !== undefined &&
+    now - timer.lastTickAtMs < 2 * ctx.config.nodeSyncPeriodSeconds * 1000
+  )
     return 'running';
   const chain = randomUUID();
-  await ctx.store.setAttributes(nodeSyncLease, { chain, lastTickAt: now });
+  await ctx.store.startTimerChain(chain, now);
   await ctx.nodeQueue.send([{ v: 1, kind: 'node', reason: 'tick', chain }]);
   ctx.log.info('node-sync timer chain started', { chain });
   return 'started';

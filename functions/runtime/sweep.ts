@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { leasePk } from '../aws/dynamo-state-store';
 import { errorMessage } from '../core/errors';
 import type { Service } from '../core/objects';
 import type { RuntimeContext } from './context';
-import type { WorkMessage } from './messages';
+import type { WorkMessage } from '../contract/work-messages';
 
-export const sweepLease = leasePk('sweep');
 /** A Service whose syncs have failed this long is counted as failing (FailingServices). */
 export const failingAlarmSeconds = 15 * 60;
 
@@ -27,14 +25,22 @@ export interface SweepReport {
  *   deleted once they have been seen orphaned for the grace period.
  */
 export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
-  const acquired = await ctx.store.acquire(sweepLease, ctx.newOwner(), ctx.config.leaseSeconds);
+  const acquired = await ctx.store.acquireRunLease(
+    'sweep',
+    ctx.newOwner(),
+    ctx.config.leaseSeconds,
+  );
   if (!acquired.acquired)
     return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0, failingServices: 0 };
   const now = ctx.base.clock.now().getTime();
   const items = await ctx.store.listServiceItems();
   // Read once: the pass ids and the orphan markers further down live on the same item.
-  const sweepItem = await ctx.store.getItem(sweepLease);
-  const pass = await startResyncPass(ctx, sweepItem);
+  const book = await ctx.store.sweepBook();
+  // A new resync pass id, recorded where only the functions write: the work queue honours a
+  // `resync` (a full sync ignoring the checkpoint) only for this run or the one before it, whose
+  // retries may still be on their way.
+  const pass = randomUUID();
+  await ctx.store.startResyncPass(pass, book.resyncPass);
   const messages: WorkMessage[] = [];
   let redriven = 0;
   for (const item of items) {
@@ -69,10 +75,9 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
     const live = await ctx.base.kube.getService(namespace, name);
     if (live?.metadata?.uid === uid) continue;
     orphansSeen++;
-    const marker = `orphan#${uid}`;
-    const firstSeen = typeof sweepItem?.[marker] === 'number' ? sweepItem[marker] : undefined;
+    const firstSeen = book.orphansFirstSeen.get(uid);
     if (firstSeen === undefined) {
-      await ctx.store.setAttributes(sweepLease, { [marker]: now });
+      await ctx.store.markOrphanSeen(uid, now);
       continue;
     }
     if (now - firstSeen < ctx.config.orphanGraceSeconds * 1000) continue;
@@ -81,7 +86,7 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
       const result = await ctx.provider.ensureLoadBalancerDeleted(owner, undefined);
       if (result.requeueAfterSeconds === undefined) {
         orphansDeleted++;
-        await ctx.store.removeAttributes(sweepLease, [marker]);
+        await ctx.store.clearOrphan(uid);
         ctx.log.info('deleted orphaned load balancer resources', { serviceKey: service, uid });
       }
     } catch (error) {
@@ -93,7 +98,7 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
     }
   }
   await ctx.store.finish(acquired.lease, 'keep', ctx.config.leaseSeconds);
-  await ctx.store.setAttributes(sweepLease, { lastRunAt: new Date(now).toISOString() });
+  await ctx.store.recordSweepRun(now);
   const report = {
     resyncs: messages.length - redriven,
     redriven,
@@ -108,29 +113,10 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   return report;
 }
 
-/**
- * A new resync pass id, recorded where only the functions write: the work queue honours a
- * `resync` (a full sync ignoring the checkpoint) only for this run or the one before it, whose
- * retries may still be on their way.
- */
-async function startResyncPass(
-  ctx: RuntimeContext,
-  before: Record<string, unknown> | undefined,
-): Promise<string> {
-  const pass = randomUUID();
-  await ctx.store.setAttributes(sweepLease, {
-    resyncPass: pass,
-    ...(typeof before?.resyncPass === 'string' ? { previousResyncPass: before.resyncPass } : {}),
-  });
-  return pass;
-}
-
-/** The resync passes a `resync` message may name (see startResyncPass). */
+/** The resync passes a `resync` message may name (see runSweep). */
 export async function currentResyncPasses(ctx: RuntimeContext): Promise<Set<string>> {
-  const item = await ctx.store.getItem(sweepLease);
+  const book = await ctx.store.sweepBook();
   return new Set(
-    [item?.resyncPass, item?.previousResyncPass].filter(
-      (pass): pass is string => typeof pass === 'string',
-    ),
+    [book.resyncPass, book.previousResyncPass].filter((pass): pass is string => pass !== undefined),
   );
 }

@@ -166,7 +166,7 @@ export interface KubernetesApi {
 }
 
 /**
- * What tenant-policy rules need to know about a namespace (functions/aws/tenant-policy-check.ts);
+ * What tenant-policy rules need to know about a namespace (functions/nlb/tenant-policy-check.ts);
  * read only when a policy asks for it.
  */
 export interface NamespaceDirectory {

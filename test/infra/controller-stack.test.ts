@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -14,8 +14,9 @@ import {
   forwarderNamespace,
   forwarderServiceAccount,
 } from '../../infra/controller-stack';
-import { settingNames, settingsFromContext, stackNameFor } from '../../infra/settings';
-import { flushMetrics, powertoolsMetrics } from '../../functions/runtime/wiring';
+import { settingsFromContext, stackNameFor } from '../../infra/settings';
+import { settingNames } from '../../infra/settings-schema';
+import { flushMetrics, powertoolsMetrics } from '../../functions/wiring/wiring';
 import { sampleForwarderConfig } from '../support/forwarder-config';
 
 const base = {
@@ -560,14 +561,8 @@ describe('CDK app (infra/)', () => {
     ]);
     // The functions count each metric with those dimension keys (read from their source; which
     // failure counts what is proved in test/integration/failure-classes.test.ts and churn.test.ts).
-    const source = [
-      'functions/runtime/process-work.ts',
-      'functions/runtime/node-sync.ts',
-      'functions/runtime/node-messages.ts',
-      'functions/runtime/sweep.ts',
-    ]
-      .filter((f) => existsSync(f))
-      .map((f) => readFileSync(f, 'utf8'))
+    const source = readdirSync('functions/runtime')
+      .map((f) => readFileSync(`functions/runtime/${f}`, 'utf8'))
       .join('\n');
     for (const alarm of ours) {
       // Every one carries service and cluster (Powertools' default dimensions).

@@ -8,7 +8,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { synthOnlyEksCluster } from '../support/eks-cluster';
-import { parseConfig } from '../../functions/config';
+import { parseConfig } from '../../functions/contract/controller-config';
 import { ServiceController, type ServiceControllerProps } from '../../infra/index';
 
 /** A platform team's stack: an EKS cluster of its own, and the controller beside it. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../functions/config';
+import { parseConfig } from '../../functions/contract/controller-config';
 import { controllerConfigFor, leaseSeconds } from '../../infra/controller-config';
 import { createApp } from '../../infra/app';
 import { settingsFromContext } from '../../infra/settings';

@@ -1,7 +1,8 @@
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { afterEach, expect, it } from 'vitest';
 import type { RuntimeContext } from '../../functions/runtime/context';
-import { processWorkBatch, type QueueRecord } from '../../functions/runtime/process-work';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { type QueueRecord } from '../../functions/runtime/queue-records';
 import type { KubernetesApi } from '../../functions/sync/ports';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';

@@ -10,8 +10,8 @@ import {
 import { App } from 'aws-cdk-lib';
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig, type ControllerConfig } from '../../functions/config';
-import { ownershipTags } from '../../functions/aws/model/naming';
+import { parseConfig, type ControllerConfig } from '../../functions/contract/controller-config';
+import { ownershipTags } from '../../functions/nlb/model/naming';
 import { createApp } from '../../infra/app';
 import { loadBalancerService } from '../support/kube-objects';
 import { testRegion, type MotoAccount } from '../support/moto';

@@ -13,8 +13,8 @@ import {
   leasePk,
   serviceLeasePk,
   servicePk,
-  type Lease,
-} from '../../functions/aws/dynamo-state-store';
+} from '../../functions/state/dynamo-state-store';
+import { type Lease } from '../../functions/runtime/ports';
 import { BusyError, InvariantError, RetryableError } from '../../functions/core/errors';
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { EligibleHosts } from '../../functions/core/node-sync-plan';
@@ -103,7 +103,7 @@ describe('leases', () => {
     expect(result).toEqual({
       acquired: true,
       lease: {
-        pk: webLease,
+        id: webLease,
         owner: 'worker-a',
         fence: 1,
         failures: 0,
@@ -147,7 +147,7 @@ describe('leases', () => {
       // worker-a never released: whatever it was doing to AWS may be half done, and it never
       // ran the pass worker-b's refused acquire asked it for.
       lease: {
-        pk: webLease,
+        id: webLease,
         owner: 'worker-b',
         fence: 2,
         failures: 0,

@@ -1,11 +1,11 @@
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { EventBridgePublisher } from '../../functions/aws/eventbridge-publisher';
+import { EventBridgePublisher } from '../../functions/queue/eventbridge-publisher';
 import {
   eventSource,
   lifecycleEventProblem,
   type LifecycleEvent,
-} from '../../functions/events/lifecycle-events';
+} from '../../functions/contract/lifecycle-events';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { createEventFeed, type EventFeed } from '../support/event-feed';
 import { MotoAccount } from '../support/moto';

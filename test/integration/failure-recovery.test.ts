@@ -11,16 +11,16 @@ import {
   DescribeListenersCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
-import { readNlbState } from '../../functions/aws/nlb-state';
-import type { ControllerConfig } from '../../functions/config';
-import type { WorkQueue } from '../../functions/aws/sqs-work-queue';
+import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import type { ControllerConfig } from '../../functions/contract/controller-config';
+import type { WorkQueue } from '../../functions/runtime/ports';
 import type { RuntimeContext } from '../../functions/runtime/context';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import { nodeSyncLease } from '../../functions/runtime/node-sync';
-import { processWorkBatch } from '../../functions/runtime/process-work';
-import { runSweep, sweepLease } from '../../functions/runtime/sweep';
+import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-state-store';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
 import { missFirst } from '../support/seeded-random';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
@@ -232,11 +232,8 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     const store = world.runtime.store;
     const failing = new Proxy(store, {
       get(target, property, receiver) {
-        if (property === 'getItem') {
-          return (pk: string) =>
-            pk === sweepLease
-              ? Promise.reject(new Error('DynamoDB is unavailable'))
-              : target.getItem(pk);
+        if (property === 'sweepBook') {
+          return () => Promise.reject(new Error('DynamoDB is unavailable'));
         }
         const value: unknown = Reflect.get(target, property, receiver);
         return typeof value === 'function' ? (value as () => unknown).bind(target) : value;

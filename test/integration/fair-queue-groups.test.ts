@@ -14,12 +14,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { Publisher } from '../../functions/forwarder/publisher';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { AwsCallRecorder } from '../support/aws-calls';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
 import { MotoAccount } from '../support/moto';

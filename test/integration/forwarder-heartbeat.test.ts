@@ -6,10 +6,10 @@
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { AwsCallRecorder } from '../support/aws-calls';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;

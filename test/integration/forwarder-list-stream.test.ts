@@ -4,7 +4,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { loadBalancerService } from '../support/kube-objects';
 
 /**

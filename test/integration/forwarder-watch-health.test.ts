@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { FakeKubeApiServer, type Authorizer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { loadBalancerService } from '../support/kube-objects';
 
 type Heartbeat = Extract<WorkMessage, { kind: 'heartbeat' }>;

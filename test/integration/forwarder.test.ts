@@ -13,10 +13,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
-import { InClusterConnection } from '../../functions/forwarder/in-cluster';
+import { InClusterConnection } from '../../functions/kube/in-cluster';
 import { KubeApiClient } from '../../functions/kube/kube-api-client';
 import { listPage } from '../../functions/forwarder/resource-watch';
 import { AwsCallRecorder } from '../support/aws-calls';

@@ -16,7 +16,7 @@ import {
 } from '@kubernetes/client-node';
 import { CreateClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { parseConfig, type ControllerConfig } from '../../functions/config';
+import { parseConfig, type ControllerConfig } from '../../functions/contract/controller-config';
 import { classFinalizer, upstreamFinalizer } from '../../functions/core/claim';
 import {
   NotFoundError,

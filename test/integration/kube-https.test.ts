@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { parseConfig } from '../../functions/config';
+import { parseConfig } from '../../functions/contract/controller-config';
 import { RetryableError } from '../../functions/core/errors';
 import { kubernetesConnector, requestDeadlineMs } from '../../functions/kube/connect';
 import { syncTimeoutSeconds } from '../../infra/controller-config';

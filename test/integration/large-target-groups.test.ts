@@ -1,6 +1,6 @@
 import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState, toProviderState } from '../../functions/aws/nlb-state';
+import { readNlbState, toProviderState } from '../../functions/nlb/nlb-state';
 import type { Service } from '../../functions/core/objects';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
-import { eventSource, lifecycleEventProblem } from '../../functions/events/lifecycle-events';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import { eventSource, lifecycleEventProblem } from '../../functions/contract/lifecycle-events';
 import { runSweep } from '../../functions/runtime/sweep';
 import { createEventFeed, type DeliveredEvent, type EventFeed } from '../support/event-feed';
 import { loadBalancerService } from '../support/kube-objects';

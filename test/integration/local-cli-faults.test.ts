@@ -15,8 +15,8 @@ import {
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
-import { ownershipTags } from '../../functions/aws/model/naming';
+import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { ownershipTags } from '../../functions/nlb/model/naming';
 import { createSimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { AwsFaultProxy } from '../support/aws-fault-proxy';

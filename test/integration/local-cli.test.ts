@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-resource-groups-tagging-api';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ownershipTags } from '../../functions/aws/model/naming';
+import { ownershipTags } from '../../functions/nlb/model/naming';
 import { upstreamFinalizer } from '../../functions/core/claim';
 import { createSimulatedNetwork, type SimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';

@@ -12,7 +12,7 @@ import type {
   MetadataBearer,
 } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';

@@ -7,7 +7,7 @@
  * retried, the resource stays recorded, and it is neither recreated nor refused as someone else's.
  */
 import { describe, expect, it } from 'vitest';
-import { readNlbState, toProviderState } from '../../functions/aws/nlb-state';
+import { readNlbState, toProviderState } from '../../functions/nlb/nlb-state';
 import { errorKind, errorMessage } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';

@@ -5,7 +5,7 @@ import {
   type CreateLoadBalancerCommandOutput,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';

@@ -13,8 +13,8 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';

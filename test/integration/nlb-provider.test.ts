@@ -15,8 +15,8 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import { describe, expect, it } from 'vitest';
-import { ownershipTags } from '../../functions/aws/model/naming';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { ownershipTags } from '../../functions/nlb/model/naming';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { failureClassOf, RetryableError, TerminalError } from '../../functions/core/errors';
 import { stableHash } from '../../functions/core/hash';
 import type { Service } from '../../functions/core/objects';

@@ -17,7 +17,7 @@ import {
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState, toProviderState } from '../../functions/aws/nlb-state';
+import { readNlbState, toProviderState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';

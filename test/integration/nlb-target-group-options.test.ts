@@ -3,7 +3,7 @@ import {
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import type { ProviderState } from '../../functions/sync/ports';
 import { makeService } from '../support/core-objects';
 import { useNlbProviderWorld } from '../support/nlb-provider-world';

@@ -1,9 +1,9 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ControllerConfig } from '../../functions/config';
-import { nodeSyncLease } from '../../functions/runtime/node-sync';
-import { processWorkBatch } from '../../functions/runtime/process-work';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { ControllerConfig } from '../../functions/contract/controller-config';
+import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-state-store';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 

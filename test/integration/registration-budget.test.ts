@@ -8,13 +8,13 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import { TatBudgetStore } from '../../functions/aws/registration-budget';
 import {
   DynamoTatItem,
   registrationBudgetPk,
-  TatBudgetStore,
-} from '../../functions/aws/registration-budget';
+} from '../../functions/state/registration-budget-item';
 import {
   latestBookableTat,
   namespaceLanes,

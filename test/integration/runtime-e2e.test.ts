@@ -8,8 +8,8 @@ import {
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk, servicePk } from '../../functions/aws/dynamo-state-store';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { serviceLeasePk, servicePk } from '../../functions/state/dynamo-state-store';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { upstreamFinalizer } from '../../functions/core/claim';
 import { runNodeSync } from '../../functions/runtime/node-sync';
 import { runSweep } from '../../functions/runtime/sweep';
@@ -571,10 +571,10 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a tick that finds node sync running still schedules the next tick, so the chain goes on', async () => {
-    const { scheduleTick, nodeSyncLease } = await import('../../functions/runtime/node-sync');
+    const { scheduleTick } = await import('../../functions/runtime/node-sync');
     await scheduleTick(world.runtime);
     const [tick] = await world.receiveNodes(1);
-    const held = await world.runtime.store.acquire(nodeSyncLease, 'another-pass', 60);
+    const held = await world.runtime.store.acquireRunLease('node-sync', 'another-pass', 60);
     expect(held.acquired).toBe(true);
     const result = await world.handleNodes([tick!]);
     expect(result.batchItemFailures).toEqual([]);

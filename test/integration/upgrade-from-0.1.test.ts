@@ -10,17 +10,14 @@ import {
   ReceiveMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
-import type { RuntimeContext } from '../../functions/runtime/context';
-import { parseWorkMessage } from '../../functions/runtime/messages';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import type { WiredRuntime } from '../../functions/wiring/wiring';
+import { parseWorkMessage } from '../../functions/contract/work-messages';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import {
-  processWorkBatch,
-  type BatchResult,
-  type QueueRecord,
-} from '../../functions/runtime/process-work';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import { runSweep } from '../../functions/runtime/sweep';
-import { createRuntime } from '../../functions/runtime/wiring';
+import { createRuntime } from '../../functions/wiring/wiring';
 import {
   loadRelease01State,
   release01Messages,
@@ -290,7 +287,7 @@ async function untilPast(epochMs: number) {
 }
 
 interface Upgraded {
-  readonly runtime: RuntimeContext;
+  readonly runtime: WiredRuntime;
   readonly metrics: RecordingMetrics;
   /** Handles the work queue and the node queue, as their event source mappings do, until both stay empty. */
   drain(): Promise<void>;
@@ -318,7 +315,7 @@ async function upgradedFunctions(w: RuntimeWorld): Promise<Upgraded> {
   );
   const handleOnce = async (
     queueUrl: string,
-    process: (records: QueueRecord[], ctx: RuntimeContext) => Promise<BatchResult>,
+    process: (records: QueueRecord[], ctx: WiredRuntime) => Promise<BatchResult>,
   ) => {
     const received = await w.sqs.send(
       new ReceiveMessageCommand({

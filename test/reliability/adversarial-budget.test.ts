@@ -10,8 +10,8 @@
  */
 import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
-import { registrationBudgetPk } from '../../functions/aws/registration-budget';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import { registrationBudgetPk } from '../../functions/state/registration-budget-item';
 import { namespaceLanes } from '../../functions/core/registration-slots';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
 import { simulateBudgetFairness } from '../../bench/scenarios/propagation';

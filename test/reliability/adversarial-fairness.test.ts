@@ -6,8 +6,8 @@
  * queues delivering the quiet namespace's message first.
  */
 import { afterEach, expect, it } from 'vitest';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { simulateNamespaceBurst } from '../../bench/scenarios/propagation';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';

@@ -9,9 +9,9 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { servicePk } from '../../functions/aws/dynamo-state-store';
-import { ownershipTags } from '../../functions/aws/model/naming';
-import { readNlbState, type NlbState } from '../../functions/aws/nlb-state';
+import { servicePk } from '../../functions/state/dynamo-state-store';
+import { ownershipTags } from '../../functions/nlb/model/naming';
+import { readNlbState, type NlbState } from '../../functions/nlb/nlb-state';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { inventory } from './support/inventory';

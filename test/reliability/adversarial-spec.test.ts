@@ -4,7 +4,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { inventory } from './support/inventory';

@@ -7,8 +7,8 @@ import {
 import { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import { describe, expect, it } from 'vitest';
 import { addRateLimits, type NlbClients } from '../../functions/aws/clients';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
 import { errorMessage } from '../../functions/core/errors';
 import type { Service, ServicePort } from '../../functions/core/objects';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
-import { readNlbState } from '../../functions/aws/nlb-state';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
+import { readNlbState } from '../../functions/nlb/nlb-state';
 import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
 import type { Service, ServicePort } from '../../functions/core/objects';
 import type { SyncDependencies } from '../../functions/sync/dependencies';

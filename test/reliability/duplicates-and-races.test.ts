@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Service } from '../../functions/core/objects';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';

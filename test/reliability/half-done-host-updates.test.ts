@@ -7,9 +7,9 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/aws/dynamo-state-store';
+import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import type { WorkMessage } from '../../functions/runtime/messages';
+import type { WorkMessage } from '../../functions/contract/work-messages';
 import { missFirst } from '../support/seeded-random';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { crashAfterCalls } from './support/crash';

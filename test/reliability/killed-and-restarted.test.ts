@@ -10,7 +10,7 @@
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
-import { processWorkBatch } from '../../functions/runtime/process-work';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { crashAfterCalls } from './support/crash';
 import { inventory } from './support/inventory';

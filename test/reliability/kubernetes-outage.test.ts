@@ -1,5 +1,5 @@
 import { afterEach, expect, it, vi } from 'vitest';
-import { SqsWorkQueue } from '../../functions/aws/sqs-work-queue';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import type { JsonObject } from '../../functions/local/fake-kube/patches';
 import { loadBalancerService } from '../support/kube-objects';

@@ -1,6 +1,6 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { lifecycleEventProblem } from '../../functions/events/lifecycle-events';
+import { lifecycleEventProblem } from '../../functions/contract/lifecycle-events';
 import { createEventFeed } from '../support/event-feed';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';

@@ -5,8 +5,8 @@ import {
   ResourceGroupsTaggingAPIClient,
 } from '@aws-sdk/client-resource-groups-tagging-api';
 import { addRateLimits, type NlbClients } from '../../functions/aws/clients';
-import type { ProviderSettings } from '../../functions/aws/model/desired';
-import { ownershipTags } from '../../functions/aws/model/naming';
+import type { ProviderSettings } from '../../functions/nlb/model/desired';
+import { ownershipTags } from '../../functions/nlb/model/naming';
 import type { Host } from '../../functions/core/hosts';
 import { AwsCallRecorder } from './aws-calls';
 import { createSimulatedNetwork } from '../../functions/local/aws-resources';

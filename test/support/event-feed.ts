@@ -11,7 +11,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { eventSource } from '../../functions/events/lifecycle-events';
+import { eventSource } from '../../functions/contract/lifecycle-events';
 import type { MotoAccount } from './moto';
 
 /** An event as a rule target receives it: the EventBridge envelope around our detail. */

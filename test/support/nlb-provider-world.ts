@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect } from 'vitest';
-import { NlbProvider } from '../../functions/aws/nlb-provider';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
 
 /** What one Service `default/web` with ports 80 and 443 owns, as `ownedResources` lists it. */

@@ -1,4 +1,4 @@
-import type { ProviderSettings } from '../../functions/aws/model/desired';
+import type { ProviderSettings } from '../../functions/nlb/model/desired';
 
 /** Provider settings for unit tests of the NLB model. */
 export const testProviderSettings: ProviderSettings = {

@@ -5,7 +5,7 @@ import type {
   ObservedListener,
   ObservedSecurityGroup,
   SubnetMapping,
-} from '../../functions/aws/model/types';
+} from '../../functions/nlb/model/types';
 
 /** How the AWS side of a built NLB is to look, where tests of the plan differ. */
 export interface ObservedShape {

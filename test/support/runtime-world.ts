@@ -13,19 +13,17 @@ import {
 } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
-import { readNlbState } from '../../functions/aws/nlb-state';
-import { parseConfig, type ControllerConfig } from '../../functions/config';
+import { readNlbState } from '../../functions/nlb/nlb-state';
+import { parseConfig, type ControllerConfig } from '../../functions/contract/controller-config';
 import type { Host } from '../../functions/core/hosts';
-import type { RuntimeContext, RuntimeLog, RuntimeMetrics } from '../../functions/runtime/context';
-import type { WorkMessage } from '../../functions/runtime/messages';
-import {
-  resendAfterReceives,
-  processWorkBatch,
-  type BatchResult,
-  type QueueRecord,
-} from '../../functions/runtime/process-work';
+import type { WiredRuntime } from '../../functions/wiring/wiring';
+import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
+import type { WorkMessage } from '../../functions/contract/work-messages';
+import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { resendAfterReceives } from '../../functions/contract/queue-limits';
+import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import { createRuntime } from '../../functions/runtime/wiring';
+import { createRuntime } from '../../functions/wiring/wiring';
 import { createAwsCluster, type AwsCluster } from './aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac, type ProjectRbac } from '../../functions/local/project-rbac';
@@ -75,7 +73,7 @@ export interface RuntimeWorld {
   readonly api: CoreV1Api;
   /** The manifests' RBAC the API server enforces, and the functions' and forwarder's identities. */
   readonly rbac: ProjectRbac | undefined;
-  readonly runtime: RuntimeContext;
+  readonly runtime: WiredRuntime;
   readonly config: ControllerConfig;
   readonly log: RecordingLog;
   readonly metrics: RecordingMetrics;
@@ -108,7 +106,7 @@ export interface RuntimeWorld {
    * and SDK clients, each passed through `adapt` after the world's own instrumentation (a crash
    * after the k-th AWS call, say).
    */
-  startInstance(adapt: <C extends InstrumentableClient>(client: C) => C): RuntimeContext;
+  startInstance(adapt: <C extends InstrumentableClient>(client: C) => C): WiredRuntime;
   /** Stops the API server; fails if it refused any request (a call outside the manifests' RBAC). */
   stop(): Promise<void>;
 }

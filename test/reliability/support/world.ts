@@ -1,5 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
-import { readNlbState } from '../../../functions/aws/nlb-state';
+import { readNlbState } from '../../../functions/nlb/nlb-state';
 import { loadBalancerService } from '../../support/kube-objects';
 import type { RuntimeWorld } from '../../support/runtime-world';
 import { inventory } from './inventory';

@@ -1,4 +1,4 @@
-import { ownershipTags } from '../../../functions/aws/model/naming';
+import { ownershipTags } from '../../../functions/nlb/model/naming';
 import type { Identity } from './call-log';
 import {
   evaluate,

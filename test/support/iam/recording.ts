@@ -152,7 +152,7 @@ function repositoryFrames(stack: string): string[] {
  * Whose call it is. The tests use the controller's clients for their own work too (creating a
  * foreign load balancer, deleting a listener "by hand"): only calls that the controller's code
  * makes are the functions' (or the forwarder's); what a test or the operator tooling
- * (functions/local, the install-time backend access) does directly is not theirs to be allowed.
+ * (functions/local) does directly is not theirs to be allowed.
  */
 export function attribute(stack: string): { identity: Identity; caller: string } {
   const frames = repositoryFrames(stack);
@@ -162,7 +162,7 @@ export function attribute(stack: string): { identity: Identity; caller: string }
   if (frames.some((f) => f.startsWith('functions/forwarder/'))) {
     return { identity: 'forwarder', caller };
   }
-  if (caller.startsWith('functions/local/') || caller === 'functions/aws/backend-access.ts') {
+  if (caller.startsWith('functions/local/')) {
     return { identity: 'operator', caller };
   }
   return { identity: 'functions', caller };

@@ -4,8 +4,8 @@ import {
   parseAnnotations,
   type LoadBalancerOptions,
   type Mutability,
-} from '../../../functions/aws/model/annotations';
-import { sourceRanges } from '../../../functions/aws/model/source-ranges';
+} from '../../../functions/nlb/model/annotations';
+import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import { quoted } from '../../../functions/core/echo';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService } from '../../support/core-objects';

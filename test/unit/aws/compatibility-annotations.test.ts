@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService, type ServiceOptions } from '../../support/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';

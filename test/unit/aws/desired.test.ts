@@ -1,25 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import {
   buildDesiredLoadBalancer,
   ingressRuleCount,
   type ProviderSettings,
-} from '../../../functions/aws/model/desired';
+} from '../../../functions/nlb/model/desired';
 import {
   loadBalancerName,
   ownershipOf,
   resourceTags,
   securityGroupName,
   targetGroupName,
-} from '../../../functions/aws/model/naming';
-import { ownTagCount } from '../../../functions/aws/model/tag-rules';
+} from '../../../functions/nlb/model/naming';
+import { ownTagCount } from '../../../functions/nlb/model/tag-rules';
 import type {
   DesiredLoadBalancer,
   DesiredTargetGroup,
   HealthCheck,
   IngressRule,
   SubnetRef,
-} from '../../../functions/aws/model/types';
+} from '../../../functions/nlb/model/types';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Host } from '../../../functions/core/hosts';
 import type { ServicePort } from '../../../functions/core/objects';

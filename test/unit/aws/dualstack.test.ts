@@ -1,17 +1,17 @@
 import type { IpPermission } from '@aws-sdk/client-ec2';
 import { describe, expect, it } from 'vitest';
-import { permissionsOf } from '../../../functions/aws/execute';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
-import { planChanges } from '../../../functions/aws/model/plan';
-import { sourceRanges } from '../../../functions/aws/model/source-ranges';
+import { permissionsOf } from '../../../functions/nlb/execute';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
+import { planChanges } from '../../../functions/nlb/model/plan';
+import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import type {
   DesiredLoadBalancer,
   Observed,
   ObservedLoadBalancer,
   SubnetRef,
-} from '../../../functions/aws/model/types';
-import { rulesOf } from '../../../functions/aws/observe';
+} from '../../../functions/nlb/model/types';
+import { rulesOf } from '../../../functions/nlb/observe';
 import { TerminalError } from '../../../functions/core/errors';
 import type { ServicePort } from '../../../functions/core/objects';
 import { makeService, type ServiceOptions } from '../../support/core-objects';

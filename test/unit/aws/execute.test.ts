@@ -1,10 +1,10 @@
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
 import type { NlbClients } from '../../../functions/aws/clients';
-import { executePlan } from '../../../functions/aws/execute';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
-import type { NlbState } from '../../../functions/aws/nlb-state';
+import { executePlan } from '../../../functions/nlb/execute';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
+import type { NlbState } from '../../../functions/nlb/nlb-state';
 import { TerminalError } from '../../../functions/core/errors';
 import { providerStateOf } from '../../../functions/sync/ports';
 import { makeService } from '../../support/core-objects';

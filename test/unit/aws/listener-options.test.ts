@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { NlbClients } from '../../../functions/aws/clients';
-import { executePlan } from '../../../functions/aws/execute';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
-import { planChanges, type Step } from '../../../functions/aws/model/plan';
-import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
-import type { NlbState } from '../../../functions/aws/nlb-state';
+import { executePlan } from '../../../functions/nlb/execute';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
+import { planChanges, type Step } from '../../../functions/nlb/model/plan';
+import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
+import type { NlbState } from '../../../functions/nlb/nlb-state';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService } from '../../support/core-objects';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
-import { wantsDeletionProtection } from '../../../functions/aws/model/load-balancer-attributes';
-import { planChanges } from '../../../functions/aws/model/plan';
-import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
+import { wantsDeletionProtection } from '../../../functions/core/deletion-protection';
+import { planChanges } from '../../../functions/nlb/model/plan';
+import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService, type ServiceOptions } from '../../support/core-objects';

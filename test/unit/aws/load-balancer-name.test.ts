@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import {
   loadBalancerName,
   ownershipTags,
   withNamingVersion,
-} from '../../../functions/aws/model/naming';
-import { holderOf } from '../../../functions/aws/ownership';
+} from '../../../functions/nlb/model/naming';
+import { holderOf } from '../../../functions/nlb/ownership';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService } from '../../support/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';

@@ -8,9 +8,9 @@ import {
   resourceTags,
   securityGroupName,
   targetGroupName,
-} from '../../../functions/aws/model/naming';
+} from '../../../functions/nlb/model/naming';
 import { canonicalJson, stableHash } from '../../../functions/core/hash';
-import type { Scheme } from '../../../functions/aws/model/types';
+import type { Scheme } from '../../../functions/nlb/model/types';
 import type { Service } from '../../../functions/core/objects';
 import { makeService } from '../../support/core-objects';
 

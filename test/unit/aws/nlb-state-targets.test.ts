@@ -3,7 +3,7 @@ import {
   maxRecordedTargets,
   readNlbState,
   toProviderState,
-} from '../../../functions/aws/nlb-state';
+} from '../../../functions/nlb/nlb-state';
 
 const ids = (n: number) =>
   Array.from({ length: n }, (_, i) => `i-${i.toString(16).padStart(17, '0')}`);

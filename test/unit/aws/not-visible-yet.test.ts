@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { NlbClients } from '../../../functions/aws/clients';
-import { executePlan } from '../../../functions/aws/execute';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { buildDesiredLoadBalancer } from '../../../functions/aws/model/desired';
-import { ownershipTags } from '../../../functions/aws/model/naming';
-import type { Step } from '../../../functions/aws/model/plan';
-import { NlbProvider } from '../../../functions/aws/nlb-provider';
+import { executePlan } from '../../../functions/nlb/execute';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
+import { ownershipTags } from '../../../functions/nlb/model/naming';
+import type { Step } from '../../../functions/nlb/model/plan';
+import { NlbProvider } from '../../../functions/nlb/nlb-provider';
 import {
   consistencyWindowMs,
   createdWithinWindow,
@@ -14,7 +14,7 @@ import {
   readNlbState,
   toProviderState,
   type NlbState,
-} from '../../../functions/aws/nlb-state';
+} from '../../../functions/nlb/nlb-state';
 import {
   failureClassOf,
   RetryableError,

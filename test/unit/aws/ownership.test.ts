@@ -1,12 +1,12 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
-import { ownershipTags } from '../../../functions/aws/model/naming';
+import { ownershipTags } from '../../../functions/nlb/model/naming';
 import {
   describeElbv2Tags,
   describeSecurityGroupTags,
   sortByOwnership,
-} from '../../../functions/aws/ownership';
+} from '../../../functions/nlb/ownership';
 import { makeService } from '../../support/core-objects';
 
 const awsError = (name: string) =>

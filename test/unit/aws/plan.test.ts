@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import {
   buildDesiredLoadBalancer,
   type ProviderSettings,
-} from '../../../functions/aws/model/desired';
-import { planChanges, type Step } from '../../../functions/aws/model/plan';
-import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
+} from '../../../functions/nlb/model/desired';
+import { planChanges, type Step } from '../../../functions/nlb/model/plan';
+import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { testProviderSettings } from '../../support/nlb-settings';

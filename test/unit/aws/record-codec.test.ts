@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeRecord, dictionaryV1Bytes, encodeRecord } from '../../../functions/aws/record-codec';
+import {
+  decodeRecord,
+  dictionaryV1Bytes,
+  encodeRecord,
+} from '../../../functions/state/record-codec';
 import type { ServiceRecord } from '../../../functions/sync/ports';
 import { release01State } from '../../fixtures/release-0.1/load-fixtures';
 

@@ -2,9 +2,9 @@ import { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balan
 import { RegisterTargetsCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
 import { addRateLimits, type NlbClients } from '../../../functions/aws/clients';
-import { ownershipTags } from '../../../functions/aws/model/naming';
-import { NlbProvider } from '../../../functions/aws/nlb-provider';
-import { toProviderState } from '../../../functions/aws/nlb-state';
+import { ownershipTags } from '../../../functions/nlb/model/naming';
+import { NlbProvider } from '../../../functions/nlb/nlb-provider';
+import { toProviderState } from '../../../functions/nlb/nlb-state';
 import { RegistrationBudget, type BudgetStore } from '../../../functions/aws/registration-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import type { Host } from '../../../functions/core/hosts';

@@ -5,14 +5,14 @@
  * annotation's text.
  */
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import {
   foreignOwnership,
   securityGroupViolations,
   type ResolvedSecurityGroup,
   type SecurityGroupRestriction,
-} from '../../../functions/aws/model/security-group-admission';
-import { TenantPolicyEnforcer } from '../../../functions/aws/tenant-policy-check';
+} from '../../../functions/nlb/model/security-group-admission';
+import { TenantPolicyEnforcer } from '../../../functions/nlb/tenant-policy-check';
 import { defaultClaimPolicy } from '../../../functions/core/claim';
 import { makeService } from '../../support/core-objects';
 

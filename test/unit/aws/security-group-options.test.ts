@@ -4,13 +4,13 @@
  * rules moto does not check (an NLB takes at most 5 groups, the prefix list ID format) are here.
  */
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import {
   buildDesiredLoadBalancer,
   type ProviderSettings,
-} from '../../../functions/aws/model/desired';
-import { planChanges } from '../../../functions/aws/model/plan';
-import type { DesiredLoadBalancer, Observed } from '../../../functions/aws/model/types';
+} from '../../../functions/nlb/model/desired';
+import { planChanges } from '../../../functions/nlb/model/plan';
+import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
 import { InvariantError, TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { makeService, type ServiceOptions } from '../../support/core-objects';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnnotations } from '../../../functions/aws/model/annotations';
-import { sourceRanges } from '../../../functions/aws/model/source-ranges';
+import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService } from '../../support/core-objects';
 

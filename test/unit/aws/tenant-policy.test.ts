@@ -11,7 +11,7 @@ import {
   type TenantPolicy,
   type TenantRequest,
   type TenantRule,
-} from '../../../functions/aws/model/tenant-policy';
+} from '../../../functions/nlb/model/tenant-policy';
 import { defaultClaimPolicy } from '../../../functions/core/claim';
 import { TerminalError } from '../../../functions/core/errors';
 import {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { controllerGroups, messageGroupOf } from '../../../functions/aws/work-message-group';
-import type { WorkMessage } from '../../../functions/runtime/messages';
+import { controllerGroups, messageGroupOf } from '../../../functions/contract/work-message-group';
+import type { WorkMessage } from '../../../functions/contract/work-messages';
 
 /**
  * AWS's rule for MessageGroupId (SendMessage API reference): 1 to 128 characters, letters, digits

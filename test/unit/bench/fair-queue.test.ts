@@ -4,8 +4,8 @@
  * (issue 19, finding 7). Both run on virtual time, so they are exact and take no real waiting.
  */
 import { describe, expect, it } from 'vitest';
-import { SqsWorkQueue } from '../../../functions/aws/sqs-work-queue';
-import type { WorkMessage } from '../../../functions/runtime/messages';
+import { SqsWorkQueue } from '../../../functions/queue/sqs-work-queue';
+import type { WorkMessage } from '../../../functions/contract/work-messages';
 import { simulateNamespaceBurst } from '../../../bench/scenarios/propagation';
 import { FakeQueue } from '../../../bench/sim/fake-runtime';
 import { VirtualClock } from '../../../bench/sim/virtual-clock';

@@ -12,7 +12,7 @@ const boundaryEntries = (projectConfig as Linter.Config[]).filter((entry) =>
     (pattern) =>
       pattern === 'functions/core/**/*.ts' ||
       pattern === 'functions/sync/**/*.ts' ||
-      pattern === 'functions/aws/model/**/*.ts',
+      pattern === 'functions/nlb/model/**/*.ts',
   ),
 );
 
@@ -61,15 +61,15 @@ describe('purity boundary of functions/core and functions/sync', () => {
 
   it('keeps the NLB model pure: it may import the core, not the AWS SDK or the adapters', async () => {
     expect(
-      await violations('functions/aws/model/probe.ts', "import { x } from '../../core/hash';"),
+      await violations('functions/nlb/model/probe.ts', "import { x } from '../../core/hash';"),
     ).toEqual([]);
     expect(
-      (await violations('functions/aws/model/probe.ts', "import { x } from '../observe';")).join(),
+      (await violations('functions/nlb/model/probe.ts', "import { x } from '../observe';")).join(),
     ).toContain('pure NLB model');
     expect(
       (
         await violations(
-          'functions/aws/model/probe.ts',
+          'functions/nlb/model/probe.ts',
           "import { EC2Client } from '@aws-sdk/client-ec2';",
         )
       ).join(),

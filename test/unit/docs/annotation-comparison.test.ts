@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { annotationRegistry } from '../../../functions/aws/model/annotations';
+import { annotationRegistry } from '../../../functions/nlb/model/annotations';
 import {
   annotationTable,
   comparisonPattern,
   generatedTable,
-} from '../../../functions/aws/model/write-annotation-docs';
+} from '../../../scripts/write-annotation-docs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const doc = readFileSync(join(root, 'docs/annotations.md'), 'utf8');

@@ -7,14 +7,14 @@ import {
   annotationRegistry,
   awsPrefix,
   parseAnnotations,
-} from '../../../functions/aws/model/annotations';
-import { ownershipTags } from '../../../functions/aws/model/naming';
+} from '../../../functions/nlb/model/annotations';
+import { ownershipTags } from '../../../functions/nlb/model/naming';
 import { labelsDigestKey } from '../../../functions/forwarder/fingerprints';
 import {
   annotationTable,
   generatedTable,
   mutabilitySections,
-} from '../../../functions/aws/model/write-annotation-docs';
+} from '../../../scripts/write-annotation-docs';
 import { checkpointFor } from '../../../functions/core/checkpoint';
 import {
   classFinalizer,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { annotationRegistry, parseAnnotations } from '../../../functions/aws/model/annotations';
+import { annotationRegistry, parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { TerminalError } from '../../../functions/core/errors';
 import { makeService } from '../../support/core-objects';
 

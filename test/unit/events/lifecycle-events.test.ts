@@ -4,8 +4,8 @@ import {
   eventSource,
   lifecycleDetailTypes,
   lifecycleEventProblem,
-} from '../../../functions/events/lifecycle-events';
-import { schemaFiles } from '../../../functions/events/write-schemas';
+} from '../../../functions/contract/lifecycle-events';
+import { schemaFiles } from '../../../scripts/write-event-schemas';
 
 const example = (type: string) =>
   JSON.parse(readFileSync(`docs/events/examples/${type}.json`, 'utf8')) as {

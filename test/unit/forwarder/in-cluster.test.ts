@@ -3,7 +3,7 @@ import type https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { InClusterConnection } from '../../../functions/forwarder/in-cluster';
+import { InClusterConnection } from '../../../functions/kube/in-cluster';
 
 function serviceAccount(token: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'sa-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ListScanner } from '../../../functions/forwarder/list-stream';
+import { ListScanner } from '../../../functions/kube/list-stream';
 
 /** Feeds `text` in the given chunks; returns the items (parsed) and the rest of the document. */
 function scan(chunks: readonly string[]): { items: unknown[]; rest: unknown } {

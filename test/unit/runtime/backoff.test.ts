@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffSeconds } from '../../../functions/runtime/context';
+import { backoffSeconds } from '../../../functions/core/backoff';
 
 describe('per-key backoff (S6)', () => {
   it('starts at the base and doubles with each failure', () => {

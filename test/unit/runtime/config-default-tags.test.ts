@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, parseConfig } from '../../../functions/config';
+import { ConfigurationError, parseConfig } from '../../../functions/contract/controller-config';
 
 function withDefaultTags(defaultTags: Record<string, string>): unknown {
   return {

@@ -6,7 +6,7 @@ import {
   controllerConfigSchema,
   parseConfig,
   type ControllerConfig,
-} from '../../../functions/config';
+} from '../../../functions/contract/controller-config';
 
 /** The required settings only. */
 function minimal(): Record<string, unknown> {

@@ -4,8 +4,8 @@ import {
   RegisterTargetsCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { RequeueAfterError } from '../../../functions/core/errors';
-import { countCalls } from '../../../functions/runtime/wiring';
-import type { RuntimeMetrics } from '../../../functions/runtime/context';
+import { countCalls } from '../../../functions/wiring/wiring';
+import type { RuntimeMetrics } from '../../../functions/runtime/ports';
 
 function recordingMetrics() {
   const counts: string[] = [];

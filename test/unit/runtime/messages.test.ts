@@ -4,7 +4,7 @@ import {
   parseWorkMessage,
   type ParsedMessage,
   type WorkMessage,
-} from '../../../functions/runtime/messages';
+} from '../../../functions/contract/work-messages';
 
 function problemOf(result: ParsedMessage): string {
   if (result.ok) throw new Error(`expected a rejection, got ${JSON.stringify(result.message)}`);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { countCalls, flushMetrics, powertoolsMetrics } from '../../../functions/runtime/wiring';
+import { countCalls, flushMetrics, powertoolsMetrics } from '../../../functions/wiring/wiring';
 
 /**
  * What the functions print through Powertools, captured from the streams Powertools writes to:

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, parseConfig } from '../../../functions/config';
-import { createRuntime } from '../../../functions/runtime/wiring';
-import { tenantPolicyWarnings } from '../../../functions/tenant-policy-config';
+import { ConfigurationError, parseConfig } from '../../../functions/contract/controller-config';
+import { createRuntime } from '../../../functions/wiring/wiring';
+import { tenantPolicyWarnings } from '../../../functions/contract/tenant-policy-config';
 import { RecordingLog, RecordingMetrics } from '../../support/runtime-world';
 
 const base = {

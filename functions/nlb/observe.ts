@@ -1,0 +1,438 @@
+import {
+  DescribeSecurityGroupsCommand,
+  type IpPermission,
+  type SecurityGroup,
+} from '@aws-sdk/client-ec2';
+import {
+  DescribeListenerAttributesCommand,
+  DescribeListenerCertificatesCommand,
+  DescribeListenersCommand,
+  DescribeLoadBalancerAttributesCommand,
+  DescribeLoadBalancersCommand,
+  DescribeTargetGroupAttributesCommand,
+  DescribeTargetGroupsCommand,
+  DescribeTargetHealthCommand,
+  type LoadBalancer,
+  type TargetGroup,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { TerminalError } from '../core/errors';
+import type { Service } from '../core/objects';
+import { isAwsError, notFoundKind, translateAwsError } from '../aws/aws-errors';
+import type { NlbClients } from '../aws/clients';
+import { ownershipOf, ownershipTags } from './model/naming';
+import type {
+  HealthCheck,
+  HealthCheckProtocol,
+  IngressRule,
+  ListenerProtocol,
+  Observed,
+  ObservedListener,
+  ObservedLoadBalancer,
+  ObservedSecurityGroup,
+  ObservedTargetGroup,
+  Tags,
+  TargetGroupProtocol,
+} from './model/types';
+import { notVisibleYet, type NlbState } from './nlb-state';
+import { describeElbv2Tags, holderOf, tagsOf } from './ownership';
+
+export interface ObserveRequest {
+  readonly clients: NlbClients;
+  readonly clusterName: string;
+  readonly service: Service;
+  /** The name the NLB should have; looked up when state has no ARN. */
+  readonly loadBalancerName: string;
+  readonly backendSecurityGroupId?: string | undefined;
+  /** The user's groups (security-groups annotation, now or before): never taken for ours. */
+  readonly userSecurityGroupIds?: readonly string[] | undefined;
+  readonly state: NlbState;
+  /** The pass's time (epoch ms): a recorded resource created within the window is not gone yet. */
+  readonly now: number;
+  readonly readLoadBalancerAttributes: boolean;
+  readonly readTargetGroupAttributes: boolean;
+  /** Ports of the listeners whose attributes we manage: only these are read. */
+  readonly readListenerAttributesOf?: readonly number[] | undefined;
+  /**
+   * Ports of the TLS listeners whose certificates beyond the default are read (one call each);
+   * the others' default certificate comes with DescribeListeners.
+   */
+  readonly readListenerCertificatesOf?: readonly number[] | undefined;
+}
+
+/**
+ * Reads what AWS has for one Service, starting from the ARNs in state and falling back to the
+ * deterministic name, and checks every resource's ownership tags: a resource with our name but
+ * another owner is never returned for modification (terminal error instead). A recorded resource
+ * AWS does not show is gone, unless we created it within the consistency window: then it is not
+ * visible yet (NotVisibleYetError), so the caller neither forgets nor recreates it.
+ */
+export async function observe(request: ObserveRequest): Promise<Observed> {
+  const { clients, state } = request;
+  const elbv2 = clients.elbv2;
+  let lb: LoadBalancer | undefined;
+  if (state.loadBalancerArn !== undefined) {
+    lb = await describeLoadBalancer(request, { LoadBalancerArns: [state.loadBalancerArn] });
+    if (lb === undefined)
+      throwIfNotVisibleYet(request, [state.loadBalancerArn], 'describe load balancers');
+  }
+  lb ??= await describeLoadBalancer(request, { Names: [request.loadBalancerName] });
+
+  const groups: TargetGroup[] = [];
+  if (lb?.LoadBalancerArn !== undefined) {
+    groups.push(...(await describeTargetGroupsOf(request, lb.LoadBalancerArn)));
+  }
+  const recorded = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
+  const unattached = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
+  groups.push(...(await describeTargetGroupsByArn(request, unattached)));
+  const missing = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
+  throwIfNotVisibleYet(request, missing, 'describe target groups');
+
+  const tags = await describeTags(request, [
+    ...(lb?.LoadBalancerArn ? [lb.LoadBalancerArn] : []),
+    ...groups.map((g) => g.TargetGroupArn ?? ''),
+  ]);
+  // A resource AWS shows without tags (or whose tags it does not find) is ours but not visible
+  // to the tagging side yet, if we created it within the window.
+  throwIfNotVisibleYet(
+    request,
+    [lb?.LoadBalancerArn ?? '', ...groups.map((g) => g.TargetGroupArn ?? '')].filter(
+      (arn) => arn !== '' && Object.keys(tags.get(arn) ?? {}).length === 0,
+    ),
+    'describe tags',
+  );
+  const refuse = (what: string, name: string, arn: string) =>
+    new TerminalError(
+      `${what} ${name} (${arn}) is not owned by this Service in cluster ${request.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match; it belongs to ${holderOf(tags.get(arn) ?? {})}); refusing to modify or delete it`,
+    );
+  if (
+    lb !== undefined &&
+    ownershipOf(tags.get(lb.LoadBalancerArn ?? '') ?? {}, request.clusterName, request.service) !==
+      'ours'
+  ) {
+    throw refuse('load balancer', lb.LoadBalancerName ?? '', lb.LoadBalancerArn ?? '');
+  }
+  for (const group of groups) {
+    if (
+      ownershipOf(
+        tags.get(group.TargetGroupArn ?? '') ?? {},
+        request.clusterName,
+        request.service,
+      ) !== 'ours'
+    ) {
+      throw refuse('target group', group.TargetGroupName ?? '', group.TargetGroupArn ?? '');
+    }
+  }
+
+  const observedGroups: ObservedTargetGroup[] = [];
+  for (const group of groups) {
+    const arn = group.TargetGroupArn ?? '';
+    observedGroups.push({
+      arn,
+      name: group.TargetGroupName ?? '',
+      protocol: (group.Protocol ?? 'TCP') as TargetGroupProtocol,
+      port: group.Port ?? 0,
+      healthCheck: healthCheckOf(group),
+      tags: tags.get(arn) ?? {},
+      attributes: request.readTargetGroupAttributes
+        ? await targetGroupAttributes(request, arn)
+        : undefined,
+      // Always read: the drift check must see targets removed by hand.
+      targets: await registeredTargets(request, arn),
+    });
+  }
+
+  let listeners: ObservedListener[] = [];
+  let observedLb: ObservedLoadBalancer | undefined;
+  if (lb?.LoadBalancerArn !== undefined) {
+    const arn = lb.LoadBalancerArn;
+    const found = await read(request, 'describe listeners', [arn], () =>
+      elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
+    );
+    listeners = [];
+    for (const l of found.Listeners ?? []) {
+      const listenerArn = l.ListenerArn ?? '';
+      const protocol = (l.Protocol ?? 'TCP') as ListenerProtocol;
+      listeners.push({
+        arn: listenerArn,
+        port: l.Port ?? 0,
+        protocol,
+        targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
+        // DescribeListeners names the default certificate only; the others (SNI) need their
+        // own call, one per TLS listener, made only where we manage more than one.
+        certificateArns:
+          protocol === 'TLS' && request.readListenerCertificatesOf?.includes(l.Port ?? 0)
+            ? await listenerCertificates(request, listenerArn)
+            : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
+        sslPolicy: l.SslPolicy,
+        alpnPolicy: l.AlpnPolicy?.[0],
+        attributes: request.readListenerAttributesOf?.includes(l.Port ?? 0)
+          ? await listenerAttributes(request, listenerArn)
+          : undefined,
+      });
+    }
+    observedLb = {
+      arn,
+      name: lb.LoadBalancerName ?? '',
+      dnsName: (lb.DNSName ?? '').toLowerCase(),
+      scheme: lb.Scheme ?? 'internal',
+      ipAddressType: lb.IpAddressType,
+      subnetIds: (lb.AvailabilityZones ?? []).map((z) => z.SubnetId ?? ''),
+      // A zone may list its IPv4 and IPv6 addresses as separate entries: merged into one.
+      pinnedAddresses: (lb.AvailabilityZones ?? []).flatMap((z) => {
+        const entries = z.LoadBalancerAddresses ?? [];
+        const allocationId = entries.find((a) => a.AllocationId)?.AllocationId;
+        const privateIPv4Address = entries.find((a) => a.PrivateIPv4Address)?.PrivateIPv4Address;
+        const ipv6Address = entries.find((a) => a.IPv6Address)?.IPv6Address;
+        return allocationId || privateIPv4Address || ipv6Address
+          ? [{ subnetId: z.SubnetId ?? '', allocationId, privateIPv4Address, ipv6Address }]
+          : [];
+      }),
+      securityGroupIds: lb.SecurityGroups ?? [],
+      tags: tags.get(arn) ?? {},
+      attributes: request.readLoadBalancerAttributes
+        ? await loadBalancerAttributes(request, arn)
+        : undefined,
+    };
+  }
+
+  let securityGroup: ObservedSecurityGroup | undefined;
+  if (state.securityGroupId !== undefined) {
+    securityGroup = await describeSecurityGroup(request, state.securityGroupId, 'refuse');
+  } else {
+    // Not recorded: the managed group is whichever attached group our tags prove ours. Another
+    // attached group is the user's (from a security-groups annotation whose sync failed half-way
+    // and left state naming only the new groups): not ours to change, and no reason to stop.
+    const candidates = (observedLb?.securityGroupIds ?? []).filter(
+      (id) => id !== request.backendSecurityGroupId && !request.userSecurityGroupIds?.includes(id),
+    );
+    for (const id of candidates) {
+      securityGroup = await describeSecurityGroup(request, id, 'skip');
+      if (securityGroup !== undefined) break;
+    }
+  }
+  return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
+}
+
+/** A TLS listener's certificates: the default first, then the others, sorted. */
+async function listenerCertificates(request: ObserveRequest, arn: string): Promise<string[]> {
+  let defaultArn: string | undefined;
+  const others: string[] = [];
+  let marker: string | undefined;
+  do {
+    const page = await read(request, 'describe listener certificates', [arn], () =>
+      request.clients.elbv2.send(
+        new DescribeListenerCertificatesCommand({ ListenerArn: arn, Marker: marker }),
+      ),
+    );
+    for (const certificate of page.Certificates ?? []) {
+      if (certificate.IsDefault === true) defaultArn = certificate.CertificateArn;
+      else if (certificate.CertificateArn) others.push(certificate.CertificateArn);
+    }
+    marker = page.NextMarker || undefined;
+  } while (marker !== undefined);
+  // AWS may list the default a second time, as one of the others: it counts once.
+  const rest = others.filter((arn) => arn !== defaultArn).sort();
+  return [...(defaultArn !== undefined ? [defaultArn] : []), ...new Set(rest)];
+}
+
+/** A read naming `named`: its "not found" for one we created within the window is "not visible yet". */
+async function read<T>(
+  request: ObserveRequest,
+  action: string,
+  named: readonly string[],
+  send: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    throw failure(request, named, action, error);
+  }
+}
+
+function failure(
+  request: ObserveRequest,
+  named: readonly string[],
+  action: string,
+  error: unknown,
+): Error {
+  const kind = notFoundKind(error);
+  const stale = kind && notVisibleYet(request.state, named, request.now, action, error);
+  return stale || translateAwsError(error, action);
+}
+
+function throwIfNotVisibleYet(request: ObserveRequest, ids: readonly string[], action: string) {
+  const stale = notVisibleYet(request.state, ids, request.now, action);
+  if (stale !== undefined) throw stale;
+}
+
+async function describeLoadBalancer(
+  request: ObserveRequest,
+  query: { LoadBalancerArns?: string[]; Names?: string[] },
+): Promise<LoadBalancer | undefined> {
+  try {
+    const found = await request.clients.elbv2.send(new DescribeLoadBalancersCommand(query));
+    return found.LoadBalancers?.[0];
+  } catch (error) {
+    if (isAwsError(error, 'LoadBalancerNotFound', 'LoadBalancerNotFoundException'))
+      return undefined;
+    throw translateAwsError(error, 'describe load balancers');
+  }
+}
+
+async function describeTargetGroupsOf(
+  request: ObserveRequest,
+  loadBalancerArn: string,
+): Promise<TargetGroup[]> {
+  try {
+    const found = await request.clients.elbv2.send(
+      new DescribeTargetGroupsCommand({ LoadBalancerArn: loadBalancerArn }),
+    );
+    return found.TargetGroups ?? [];
+  } catch (error) {
+    // Some implementations answer "not found" for a load balancer without target groups.
+    if (isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')) return [];
+    throw failure(request, [loadBalancerArn], 'describe target groups', error);
+  }
+}
+
+async function describeTargetGroupsByArn(
+  request: ObserveRequest,
+  arns: readonly string[],
+): Promise<TargetGroup[]> {
+  if (arns.length === 0) return [];
+  try {
+    const found = await request.clients.elbv2.send(
+      new DescribeTargetGroupsCommand({ TargetGroupArns: [...arns] }),
+    );
+    return found.TargetGroups ?? [];
+  } catch (error) {
+    if (!isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')) {
+      throw translateAwsError(error, 'describe target groups');
+    }
+    // One of them is gone: ask one by one, so the others are still found.
+    if (arns.length === 1) return [];
+    const each = await Promise.all(arns.map((arn) => describeTargetGroupsByArn(request, [arn])));
+    return each.flat();
+  }
+}
+
+function describeTags(
+  request: ObserveRequest,
+  arns: readonly string[],
+): Promise<Map<string, Tags>> {
+  return read(request, 'describe tags', arns, () => describeElbv2Tags(request.clients.elbv2, arns));
+}
+
+function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
+  return registeredTargetIds(request.clients.elbv2, arn, (error, action) =>
+    failure(request, [arn], action, error),
+  );
+}
+
+/** The instances registered in a target group, sorted; draining ones left out. */
+export async function registeredTargetIds(
+  elbv2: ObserveRequest['clients']['elbv2'],
+  arn: string,
+  onError: (error: unknown, action: string) => Error = translateAwsError,
+): Promise<string[]> {
+  let found;
+  try {
+    found = await elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn }));
+  } catch (error) {
+    throw onError(error, 'describe target health');
+  }
+  // Draining targets are on their way out already.
+  return (found.TargetHealthDescriptions ?? [])
+    .filter((d) => d.TargetHealth?.State !== 'draining')
+    .map((d) => d.Target?.Id ?? '')
+    .filter((id) => id !== '')
+    .sort();
+}
+
+async function targetGroupAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await read(request, 'describe target group attributes', [arn], () =>
+    request.clients.elbv2.send(new DescribeTargetGroupAttributesCommand({ TargetGroupArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function listenerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await read(request, 'describe listener attributes', [arn], () =>
+    request.clients.elbv2.send(new DescribeListenerAttributesCommand({ ListenerArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function loadBalancerAttributes(request: ObserveRequest, arn: string): Promise<Tags> {
+  const found = await read(request, 'describe load balancer attributes', [arn], () =>
+    request.clients.elbv2.send(new DescribeLoadBalancerAttributesCommand({ LoadBalancerArn: arn })),
+  );
+  return Object.fromEntries((found.Attributes ?? []).map((a) => [a.Key ?? '', a.Value ?? '']));
+}
+
+async function describeSecurityGroup(
+  request: ObserveRequest,
+  id: string,
+  notOurs: 'refuse' | 'skip',
+): Promise<ObservedSecurityGroup | undefined> {
+  let group: SecurityGroup | undefined;
+  try {
+    const found = await request.clients.ec2.send(
+      new DescribeSecurityGroupsCommand({ GroupIds: [id] }),
+    );
+    group = found.SecurityGroups?.[0];
+  } catch (error) {
+    if (!isAwsError(error, 'InvalidGroup.NotFound', 'InvalidGroupId.NotFound'))
+      throw translateAwsError(error, 'describe security groups');
+  }
+  const tags = tagsOf(group?.Tags);
+  // Right after its create, AWS may not find the group, or show it before its tags.
+  if (group === undefined || Object.keys(tags).length === 0)
+    throwIfNotVisibleYet(request, [id], 'describe security groups');
+  if (group === undefined) return undefined;
+  if (ownershipOf(tags, request.clusterName, request.service) !== 'ours') {
+    if (notOurs === 'skip') return undefined;
+    throw new TerminalError(
+      `security group ${group.GroupName ?? ''} (${id}) is not owned by this Service in cluster ${request.clusterName}; refusing to modify or delete it`,
+    );
+  }
+  return { id, name: group.GroupName ?? '', ingress: rulesOf(group.IpPermissions ?? []), tags };
+}
+
+export function rulesOf(permissions: readonly IpPermission[]): IngressRule[] {
+  const rules: IngressRule[] = [];
+  for (const permission of permissions) {
+    // EC2 may report ICMPv6 by its protocol number.
+    const protocol = permission.IpProtocol === '58' ? 'icmpv6' : permission.IpProtocol;
+    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'icmp' && protocol !== 'icmpv6')
+      continue;
+    const peers = [
+      ...(permission.IpRanges ?? []).map((range) => range.CidrIp ?? ''),
+      ...(permission.Ipv6Ranges ?? []).map((range) => range.CidrIpv6 ?? ''),
+      ...(permission.PrefixListIds ?? []).map((list) => list.PrefixListId ?? ''),
+    ];
+    for (const cidr of peers) {
+      rules.push({
+        protocol,
+        fromPort: permission.FromPort ?? 0,
+        toPort: permission.ToPort ?? 0,
+        cidr,
+      });
+    }
+  }
+  return rules;
+}
+
+function healthCheckOf(group: TargetGroup): HealthCheck {
+  const protocol = (group.HealthCheckProtocol ?? 'TCP') as HealthCheckProtocol;
+  return {
+    protocol,
+    port: group.HealthCheckPort ?? 'traffic-port',
+    path: protocol === 'TCP' ? undefined : group.HealthCheckPath,
+    successCodes: protocol === 'TCP' ? undefined : group.Matcher?.HttpCode,
+    intervalSeconds: group.HealthCheckIntervalSeconds ?? 0,
+    timeoutSeconds: group.HealthCheckTimeoutSeconds ?? 0,
+    healthyThreshold: group.HealthyThresholdCount ?? 0,
+    unhealthyThreshold: group.UnhealthyThresholdCount ?? 0,
+  };
+}

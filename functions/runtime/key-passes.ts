@@ -1,0 +1,267 @@
+import { withRegistrationScope } from '../aws/registration-budget';
+import type { WorkMessage } from '../contract/work-messages';
+import { errorMessage, failureClassOf } from '../core/errors';
+import type { ServiceKey } from '../core/keys';
+import { backoffSeconds } from '../core/backoff';
+import type { SyncOutcome } from '../sync/outcome';
+import { syncHosts } from '../sync/sync-hosts';
+import { syncService } from '../sync/sync-service';
+import type { RuntimeContext } from './context';
+import { newCollector, publishLifecycle } from './lifecycle-feed';
+import type { FailureUpdate, FinishResult, Lease } from './ports';
+
+/**
+ * How many passes one key may take in a row while changes keep arriving (dirty flag) before the
+ * worker hands the key back to the queue: bounded work per invocation, and no key holds a worker.
+ */
+export const maxPassesPerReceive = 5;
+/**
+ * How long a key's passes may wait, in all, for slots on the shared registration budget: half the
+ * functions' 60 s timeout, so waiting never runs a sync into it (the rest ends requeue-after).
+ */
+export const registrationWaitMs = 30_000;
+
+export type KeyMode = 'service' | 'hosts' | 'resync';
+
+/** Where a key's passes come from: a queue message (its id, a sweep's pass), or node sync. */
+export interface KeyOrigin {
+  readonly messageId?: string | undefined;
+  readonly pass?: string | undefined;
+  /** Run by node sync itself (a direct host update), within its run's time. */
+  readonly direct?: boolean;
+}
+
+/** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
+export type KeyFollowUp = { readonly message: WorkMessage; readonly seconds: number } | undefined;
+
+/**
+ * The passes of one key under its lease (S5, S6): a host update or a full sync, once more while
+ * changes arrive (dirty flag), at most `maxPassesPerReceive` times. Returns the message that must
+ * come back and when, if any; throws nothing but what bringing it back would.
+ */
+export function runKey(
+  key: ServiceKey,
+  modes: ReadonlySet<KeyMode>,
+  ctx: RuntimeContext,
+  origin: KeyOrigin = {},
+  /**
+   * When registration waits must end (epoch ms); by default `registrationWaitMs` from now. Node
+   * sync passes the one deadline of its whole run, so its host updates never add up past it.
+   */
+  deadline = ctx.base.clock.now().getTime() + registrationWaitMs,
+): Promise<KeyFollowUp> {
+  return withRegistrationScope(key, deadline, () => runPasses(key, modes, ctx, origin));
+}
+
+/**
+ * Seconds until a lease held until `heldUntil` has run out, and a second more: a message that
+ * found the key busy comes back then, so a holder that died never takes the change with it.
+ */
+export function secondsUntilExpiry(heldUntil: number, now: number): number {
+  return Math.min(maxDelaySeconds, Math.max(1, Math.ceil((heldUntil - now) / 1000) + 1));
+}
+
+/** SQS delays and visibility changes this runtime makes stay within SendMessage's 900 s. */
+const maxDelaySeconds = 900;
+
+async function runPasses(
+  key: ServiceKey,
+  modes: ReadonlySet<KeyMode>,
+  ctx: RuntimeContext,
+  origin: KeyOrigin,
+): Promise<KeyFollowUp> {
+  const pass = origin.pass;
+  const lifecycle = newCollector(ctx);
+  const fields = {
+    serviceKey: key,
+    ...(origin.messageId !== undefined ? { messageId: origin.messageId } : {}),
+    correlationId: lifecycle.correlationId,
+  };
+  let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
+  let held: Lease | undefined;
+  try {
+    const acquired = await ctx.store.acquireServiceLease(
+      key,
+      ctx.newOwner(),
+      ctx.config.leaseSeconds,
+    );
+    if (!acquired.acquired) {
+      // S5: a live holder sees the dirty flag and runs once more. The message is not done until
+      // that pass has run, and a holder may die first: it comes back when the lease runs out,
+      // and then finds the key free (a pass, usually a checkpoint hit) or held again (it waits).
+      const seconds = secondsUntilExpiry(acquired.heldUntil, ctx.base.clock.now().getTime());
+      ctx.log.info('key is busy; the holder will run again', { ...fields, comesBackIn: seconds });
+      ctx.metrics.count('BusyKeys');
+      return { message: again(mode, key, pass), seconds };
+    }
+    const lease = acquired.lease;
+    held = lease;
+    if (mode === 'hosts' && lease.pendingChange) {
+      // A change the dead holder was asked to run and never did: a host update skips the spec.
+      ctx.metrics.count('EscalatedHostUpdates');
+      if (origin.direct === true) {
+        // Node sync's run has no time for a full sync: the work queue runs it, at once.
+        await ctx.store.handBack(lease, 'keep', true);
+        return { message: { v: 1, kind: 'service', key }, seconds: 0 };
+      }
+      mode = 'service';
+    }
+    let outcome: SyncOutcome = { kind: 'done' };
+    let finish: FinishResult & { failures?: number } = { kind: 'released' };
+    let failureUpdate: FailureUpdate = 'keep';
+    // Whether the record's checkpoint may not describe AWS (see DynamoStateStore's comment).
+    let unverified = lease.unverified;
+    // When a failed pass's retry is due: the count it ends with is one more than at the acquire.
+    const retryDelay = backoffSeconds(
+      lease.failures + 1,
+      ctx.config.backoffBaseSeconds,
+      ctx.config.backoffMaxSeconds,
+    );
+    const retryAt = () => ctx.base.clock.now().getTime() + retryDelay * 1000;
+    for (let pass = 1; pass <= maxPassesPerReceive; pass++) {
+      const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
+      const started = ctx.base.clock.now().getTime();
+      const checksAws = mode === 'resync' || (mode === 'service' && unverified);
+      // After a failure or a takeover the record's targets may not be AWS's (a registration that
+      // landed before the failure, or one that never did): a host update reads them from AWS.
+      if (mode === 'hosts' && unverified) ctx.metrics.count('HostUpdatesFromAws');
+      outcome =
+        mode === 'hosts'
+          ? await syncHosts(key, deps, { readTargets: unverified })
+          : await syncService(key, deps, { ignoreCheckpoint: checksAws });
+      // A full sync that completed (or reported a spec it cannot serve, which clears the
+      // checkpoint) vouches for the record; a pass that failed may have left AWS half-changed.
+      if (mode !== 'hosts' && (outcome.kind === 'done' || outcome.kind === 'terminal'))
+        unverified = false;
+      if (outcome.kind === 'retry' || outcome.kind === 'busy') unverified = true;
+      ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
+      ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
+      logOutcome(ctx, outcome, { ...fields, mode, pass });
+      // A terminal outcome ends the retries too: a count left behind would have the sweep
+      // re-drive the key (and repeat its Warning) for ever.
+      failureUpdate =
+        outcome.kind === 'done' || outcome.kind === 'terminal'
+          ? 'reset'
+          : outcome.kind === 'retry'
+            ? 'increment'
+            : 'keep';
+      finish = await ctx.store.finish(
+        lease,
+        failureUpdate,
+        ctx.config.leaseSeconds,
+        unverified,
+        retryAt(),
+      );
+      if (finish.kind !== 'again') break;
+      // Something changed during the pass: one more full sync covers whatever it was.
+      mode = 'service';
+    }
+    let handedBack = false;
+    if (finish.kind === 'again') {
+      // Changes kept coming for every pass allowed. The messages that brought them were
+      // acknowledged as busy, so this one must come back: give the lease up and requeue the key,
+      // at once unless the last pass asked for a backoff or a fixed delay (S5, S6).
+      finish = await ctx.store.handBack(lease, failureUpdate, unverified, retryAt());
+      handedBack = finish.kind === 'released';
+      if (handedBack) {
+        ctx.metrics.count('HandedBackKeys');
+        ctx.log.info('changes kept arriving; the key goes back to the queue', fields);
+      }
+    }
+    if (finish.kind === 'lost') {
+      ctx.log.warn('lease expired during the sync; the newer holder owns the key', fields);
+      await publishLifecycle(ctx, lifecycle.events);
+      // The newer holder may be a host update, which runs no spec: what this pass left undone
+      // comes back (and waits, busy, while that holder lasts).
+      if (outcome.kind === 'done' || outcome.kind === 'terminal') return undefined;
+      return {
+        message: again(mode, key, pass),
+        seconds: outcome.kind === 'requeue-after' ? outcome.seconds : retryDelay,
+      };
+    }
+    if (outcome.kind === 'retry') {
+      const delay = backoffSeconds(
+        finish.failures ?? lease.failures + 1,
+        ctx.config.backoffBaseSeconds,
+        ctx.config.backoffMaxSeconds,
+      );
+      ctx.metrics.count('Retries');
+      // By what fixes it, so quota, capacity, permission and dependency failures can page someone.
+      ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(outcome.error) });
+      lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
+      await publishLifecycle(ctx, lifecycle.events);
+      return { message: again(mode, key, pass), seconds: delay };
+    }
+    // Said once per spec: a repeat (a sweep, the same message again) publishes nothing.
+    if (outcome.kind === 'terminal' && outcome.repeated !== true) {
+      lifecycle.syncFailed(key, outcome.error, { terminal: true });
+    }
+    await publishLifecycle(ctx, lifecycle.events);
+    if (outcome.kind === 'requeue-after') {
+      return { message: again(mode, key, pass), seconds: outcome.seconds };
+    }
+    if (handedBack) return { message: again(mode, key, pass), seconds: 0 };
+    // Another holder's write came between this pass's read and its write (a release 0.1 holder,
+    // say, whose lease this one cannot wait on): the pass it was refused comes back.
+    if (outcome.kind === 'busy') {
+      return { message: again(mode, key, pass), seconds: ctx.config.leaseSeconds };
+    }
+    return undefined;
+  } catch (error) {
+    // Only invariant errors (bugs) and state-table outages get here: alarm, and retry slowly.
+    ctx.log.error('sync failed unexpectedly', { ...fields, error: errorMessage(error) });
+    ctx.metrics.count('UnexpectedFailures');
+    // Best effort: a held lease would turn the key's next messages away as busy until it
+    // expires, with this message (which covers them) still far off.
+    if (held !== undefined) await ctx.store.handBack(held, 'keep', true).catch(() => undefined);
+    lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
+    await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
+    return { message: again(mode, key, pass), seconds: ctx.config.backoffMaxSeconds };
+  }
+}
+
+/** The message that brings a key back in the same mode; a resync keeps the sweep run it came from. */
+function again(mode: KeyMode, key: ServiceKey, pass: string | undefined): WorkMessage {
+  return mode === 'resync'
+    ? { v: 1, kind: mode, key, ...(pass ? { pass } : {}) }
+    : { v: 1, kind: mode, key };
+}
+
+function logOutcome(
+  ctx: RuntimeContext,
+  outcome: SyncOutcome,
+  fields: Record<string, unknown>,
+): void {
+  switch (outcome.kind) {
+    case 'done':
+      ctx.log.info('synced', fields);
+      return;
+    case 'requeue-after':
+      ctx.log.info('sync requeued', {
+        ...fields,
+        seconds: outcome.seconds,
+        reason: outcome.reason,
+      });
+      return;
+    case 'terminal':
+      if (outcome.repeated === true) {
+        ctx.log.info('still waiting for the Service to change; already warned', fields);
+        return;
+      }
+      ctx.log.warn('sync cannot proceed until the Service changes', {
+        ...fields,
+        error: errorMessage(outcome.error),
+      });
+      return;
+    case 'busy':
+      ctx.log.info('sync lost its lease', { ...fields, error: errorMessage(outcome.error) });
+      return;
+    case 'retry':
+      ctx.log.warn('sync failed; will retry', {
+        ...fields,
+        error: errorMessage(outcome.error),
+        failureClass: failureClassOf(outcome.error),
+      });
+      return;
+  }
+}
