@@ -94,7 +94,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '.dependency-cruiser.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
   coreBoundary,

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       'cdk-outputs.json',
     ]);
     deployed = true;
-    run('npx', ['tsx', 'infra/configure-k8s.ts', 'cdk-outputs.json']);
+    run('npx', ['tsx', 'scripts/configure-k8s.ts', 'cdk-outputs.json']);
     run('kubectl', ['apply', '--server-side', '-k', 'infra/k8s']);
     writeFileSync(
       'smoke-service.json',

@@ -10,10 +10,10 @@ import { syncHosts } from '../../functions/sync/sync-hosts';
 import { syncNodes } from '../../functions/sync/sync-nodes';
 import { syncService } from '../../functions/sync/sync-service';
 import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
-import { createAwsCluster, type AwsCluster } from '../../test/support/aws-cluster';
-import { makeNode, makeService } from '../../test/support/core-objects';
-import { inMemoryWorld } from '../../test/support/in-memory';
-import { MotoAccount } from '../../test/support/moto';
+import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
+import { makeNode, makeService } from '../../kit/core-objects';
+import { inMemoryWorld } from '../../kit/in-memory';
+import { MotoAccount } from '../../kit/moto';
 
 export const scenarios = [
   'create',

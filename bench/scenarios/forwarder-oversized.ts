@@ -22,7 +22,7 @@ import {
 import { buildForwarder } from '../../functions/forwarder/build';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
-import { startInClusterFront, type InClusterFront } from '../../test/support/in-cluster-front';
+import { startInClusterFront, type InClusterFront } from '../../kit/in-cluster-front';
 import { track } from '../support/children';
 
 /** The Deployment's memory limit (infra/k8s/deployment.yaml): past it the kubelet kills the Pod. */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { startInClusterFront, type InClusterFront } from '../../test/support/in-cluster-front';
+import { startInClusterFront, type InClusterFront } from '../../kit/in-cluster-front';
 import { buildForwarder } from '../../functions/forwarder/build';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { track } from '../support/children';

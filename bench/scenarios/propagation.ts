@@ -26,8 +26,8 @@ import { processNodeBatch } from '../../functions/runtime/node-messages';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
 import type { WorkMessage } from '../../functions/contract/work-messages';
-import { makeNode, makeService } from '../../test/support/core-objects';
-import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../test/support/in-memory';
+import { makeNode, makeService } from '../../kit/core-objects';
+import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../kit/in-memory';
 import { awsRateLimits } from '../sim/aws-limits';
 import { FakeAwsAccount, FakeAwsClients } from '../sim/fake-aws';
 import { budgetOn, FakeTatItem } from '../sim/fake-budget';
@@ -40,7 +40,7 @@ import {
   withLatency,
   type EsmOptions,
 } from '../sim/fake-runtime';
-import { seededRandom } from '../../test/support/seeded-random';
+import { seededRandom } from '../../kit/seeded-random';
 import { VirtualClock } from '../sim/virtual-clock';
 import { median, percentile } from '../support/stats';
 

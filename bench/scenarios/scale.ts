@@ -19,7 +19,7 @@ import { DynamoStateStore } from '../../functions/state/dynamo-state-store';
 import { toProviderState, maxRecordedTargets } from '../../functions/nlb/nlb-state';
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { ServiceRecord } from '../../functions/sync/ports';
-import { makeService } from '../../test/support/core-objects';
+import { makeService } from '../../kit/core-objects';
 import { simulateOurs, type OursRun } from './propagation';
 
 export const scaleModel = {

@@ -35,9 +35,9 @@ import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { type QueueRecord } from '../../functions/runtime/queue-records';
 import { createRuntime } from '../../functions/wiring/wiring';
-import { createAwsCluster } from '../../test/support/aws-cluster';
-import { MotoAccount } from '../../test/support/moto';
-import { CallLog, InMemoryLoadBalancerProvider } from '../../test/support/in-memory';
+import { createAwsCluster } from '../../kit/aws-cluster';
+import { MotoAccount } from '../../kit/moto';
+import { CallLog, InMemoryLoadBalancerProvider } from '../../kit/in-memory';
 import { AwsMeter, type MeteredCall } from '../support/aws-meter';
 import { percentile, round, sum } from '../support/stats';
 

@@ -15,7 +15,7 @@ import { canonicalAction } from '../support/iam/reference';
 
 /**
  * Every AWS call the controller's code made in the integration and reliability suites (recorded
- * by test/support/aws-calls.ts with its IAM request context) must be allowed by the policy `cdk
+ * by kit/aws-calls.ts with its IAM request context) must be allowed by the policy `cdk
  * synth` writes for the role that makes it. The table of what was evaluated, with the requests
  * that must be denied, is bench/results/iam.md.
  */

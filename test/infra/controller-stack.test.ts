@@ -8,7 +8,7 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../infra/app';
-import { configureKustomization } from '../../infra/configure-k8s';
+import { configureKustomization } from '../../scripts/configure-k8s';
 import {
   controllerGroup,
   forwarderNamespace,

@@ -14,7 +14,7 @@ import { parseConfig, type ControllerConfig } from '../../functions/contract/con
 import { ownershipTags } from '../../functions/nlb/model/naming';
 import { createApp } from '../../infra/app';
 import { loadBalancerService } from '../support/kube-objects';
-import { testRegion, type MotoAccount } from '../support/moto';
+import { testRegion, type MotoAccount } from '../../kit/moto';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 /**

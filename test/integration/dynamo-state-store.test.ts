@@ -19,8 +19,8 @@ import { BusyError, InvariantError, RetryableError } from '../../functions/core/
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { EligibleHosts } from '../../functions/core/node-sync-plan';
 import type { Clock, ServiceRecord } from '../../functions/sync/ports';
-import { AwsCallRecorder } from '../support/aws-calls';
-import { MotoAccount } from '../support/moto';
+import { AwsCallRecorder } from '../../kit/aws-calls';
+import { MotoAccount } from '../../kit/moto';
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
 const ttl = 30;

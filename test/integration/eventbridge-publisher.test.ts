@@ -6,9 +6,9 @@ import {
   lifecycleEventProblem,
   type LifecycleEvent,
 } from '../../functions/contract/lifecycle-events';
-import { AwsCallRecorder } from '../support/aws-calls';
+import { AwsCallRecorder } from '../../kit/aws-calls';
 import { createEventFeed, type EventFeed } from '../support/event-feed';
-import { MotoAccount } from '../support/moto';
+import { MotoAccount } from '../../kit/moto';
 
 const common = {
   schemaVersion: 1 as const,

@@ -22,7 +22,7 @@ import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-s
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
-import { missFirst } from '../support/seeded-random';
+import { missFirst } from '../../kit/seeded-random';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;

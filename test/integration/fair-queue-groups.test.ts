@@ -20,9 +20,9 @@ import { Publisher } from '../../functions/forwarder/publisher';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
 import type { WorkMessage } from '../../functions/contract/work-messages';
-import { AwsCallRecorder } from '../support/aws-calls';
+import { AwsCallRecorder } from '../../kit/aws-calls';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
-import { MotoAccount } from '../support/moto';
+import { MotoAccount } from '../../kit/moto';
 
 let sqs: SQSClient;
 let queueUrl: string;

@@ -8,7 +8,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
-import { AwsCallRecorder } from '../support/aws-calls';
+import { AwsCallRecorder } from '../../kit/aws-calls';
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 

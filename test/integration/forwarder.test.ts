@@ -19,12 +19,12 @@ import { Forwarder } from '../../functions/forwarder/forwarder';
 import { InClusterConnection } from '../../functions/kube/in-cluster';
 import { KubeApiClient } from '../../functions/kube/kube-api-client';
 import { listPage } from '../../functions/forwarder/resource-watch';
-import { AwsCallRecorder } from '../support/aws-calls';
+import { AwsCallRecorder } from '../../kit/aws-calls';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
 import { loadBalancerService, readyNode } from '../support/kube-objects';
-import { startInClusterFront } from '../support/in-cluster-front';
-import { MotoAccount } from '../support/moto';
+import { startInClusterFront } from '../../kit/in-cluster-front';
+import { MotoAccount } from '../../kit/moto';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const claim = { loadBalancerClass: 'serverless-service-controller.io/nlb', claimClassless: true };

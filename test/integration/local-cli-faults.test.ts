@@ -20,7 +20,7 @@ import { ownershipTags } from '../../functions/nlb/model/naming';
 import { createSimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { AwsFaultProxy } from '../support/aws-fault-proxy';
-import { MotoAccount } from '../support/moto';
+import { MotoAccount } from '../../kit/moto';
 
 /**
  * Issue 31's two local-mode acceptance checks, with the CLI in real mode as a child process, as

@@ -26,8 +26,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { AwsCallRecorder } from '../support/aws-calls';
-import { MotoAccount } from '../support/moto';
+import { AwsCallRecorder } from '../../kit/aws-calls';
+import { MotoAccount } from '../../kit/moto';
 
 describe('moto fixture', () => {
   it('serves SQS: create a queue, send and receive a message', async () => {

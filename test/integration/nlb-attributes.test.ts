@@ -16,7 +16,7 @@ import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { makeService, type ServiceOptions } from '../support/core-objects';
+import { makeService, type ServiceOptions } from '../../kit/core-objects';
 import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;

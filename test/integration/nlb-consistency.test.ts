@@ -12,7 +12,7 @@ import { errorKind, errorMessage } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
 import { AwsFaultModel } from '../support/aws-fault-model';
-import { makeService } from '../support/core-objects';
+import { makeService } from '../../kit/core-objects';
 import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 import { inventory } from '../reliability/support/inventory';
 

@@ -9,7 +9,7 @@ import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { makeService } from '../support/core-objects';
+import { makeService } from '../../kit/core-objects';
 import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const nameAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-name';

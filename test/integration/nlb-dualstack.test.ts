@@ -18,8 +18,8 @@ import { readNlbState } from '../../functions/nlb/nlb-state';
 import { RetryableError, TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { createAwsCluster } from '../support/aws-cluster';
-import { makeService, type ServiceOptions } from '../support/core-objects';
+import { createAwsCluster } from '../../kit/aws-cluster';
+import { makeService, type ServiceOptions } from '../../kit/core-objects';
 import { useNlbProviderWorld } from '../support/nlb-provider-world';
 import { createTaggedSubnet } from '../support/subnets';
 

@@ -21,7 +21,7 @@ import { failureClassOf, RetryableError, TerminalError } from '../../functions/c
 import { stableHash } from '../../functions/core/hash';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
-import { makeService, type ServiceOptions } from '../support/core-objects';
+import { makeService, type ServiceOptions } from '../../kit/core-objects';
 import { everythingOfWeb, useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const nlbWorld = useNlbProviderWorld();

@@ -21,7 +21,7 @@ import { readNlbState, toProviderState } from '../../functions/nlb/nlb-state';
 import { TerminalError } from '../../functions/core/errors';
 import type { Service } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
-import { makeService } from '../support/core-objects';
+import { makeService } from '../../kit/core-objects';
 import { useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;

@@ -5,7 +5,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import type { ProviderState } from '../../functions/sync/ports';
-import { makeService } from '../support/core-objects';
+import { makeService } from '../../kit/core-objects';
 import { useNlbProviderWorld } from '../support/nlb-provider-world';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;

@@ -12,7 +12,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { MotoAccount } from '../support/moto';
+import { MotoAccount } from '../../kit/moto';
 
 const marker = '<!-- example-rule: tested by test/integration/readme-event-rule.test.ts -->';
 

@@ -21,7 +21,7 @@ import {
   slotRule,
 } from '../../functions/core/registration-slots';
 import { loadBalancerService } from '../support/kube-objects';
-import { MotoAccount } from '../support/moto';
+import { MotoAccount } from '../../kit/moto';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 const spec = { perSecond: 4, burst: 10 };

@@ -15,11 +15,11 @@ import type { Service, ServicePort } from '../../functions/core/objects';
 import type { ProviderState } from '../../functions/sync/ports';
 import type { SyncOutcome } from '../../functions/sync/outcome';
 import { syncService } from '../../functions/sync/sync-service';
-import { createAwsCluster, type AwsCluster } from '../support/aws-cluster';
+import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { AwsFaultModel } from '../support/aws-fault-model';
-import { makeNode, makeService } from '../support/core-objects';
-import { inMemoryWorld } from '../support/in-memory';
-import { MotoAccount } from '../support/moto';
+import { makeNode, makeService } from '../../kit/core-objects';
+import { inMemoryWorld } from '../../kit/in-memory';
+import { MotoAccount } from '../../kit/moto';
 import { inventory, surplus } from './support/inventory';
 import { recordPending, recordScenario, type ScenarioResult } from './support/summary';
 

@@ -10,7 +10,7 @@ import { afterEach, expect, it } from 'vitest';
 import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
 import type { WorkMessage } from '../../functions/contract/work-messages';
-import { missFirst } from '../support/seeded-random';
+import { missFirst } from '../../kit/seeded-random';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { crashAfterCalls } from './support/crash';
 import { recordPending, recordScenario } from './support/summary';

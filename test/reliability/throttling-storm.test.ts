@@ -1,6 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
-import { seededRandom } from '../support/seeded-random';
+import { seededRandom } from '../../kit/seeded-random';
 import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
 

@@ -25,8 +25,8 @@ import type {
   MetadataBearer,
 } from '@smithy/types';
 import type { NlbClients } from '../../functions/aws/clients';
-import type { InstrumentableClient } from './aws-calls';
-import type { MotoAccount } from './moto';
+import type { InstrumentableClient } from '../../kit/aws-calls';
+import type { MotoAccount } from '../../kit/moto';
 
 /**
  * What AWS does that moto does not, for the tests that must hold against AWS itself. Attached as

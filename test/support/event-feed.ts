@@ -12,7 +12,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { eventSource } from '../../functions/contract/lifecycle-events';
-import type { MotoAccount } from './moto';
+import type { MotoAccount } from '../../kit/moto';
 
 /** An event as a rule target receives it: the EventBridge envelope around our detail. */
 export interface DeliveredEvent {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect } from 'vitest';
 import { NlbProvider } from '../../functions/nlb/nlb-provider';
-import { createAwsCluster, type AwsCluster } from './aws-cluster';
+import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 
 /** What one Service `default/web` with ports 80 and 443 owns, as `ownedResources` lists it. */
 export const everythingOfWeb: readonly string[] = [

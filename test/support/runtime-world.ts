@@ -24,11 +24,11 @@ import { resendAfterReceives } from '../../functions/contract/queue-limits';
 import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
 import { createRuntime } from '../../functions/wiring/wiring';
-import { createAwsCluster, type AwsCluster } from './aws-cluster';
+import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac, type ProjectRbac } from '../../functions/local/project-rbac';
-import type { InstrumentableClient } from './aws-calls';
-import { MotoAccount } from './moto';
+import type { InstrumentableClient } from '../../kit/aws-calls';
+import { MotoAccount } from '../../kit/moto';
 
 export class RecordingLog implements RuntimeLog {
   readonly lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];

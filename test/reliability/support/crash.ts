@@ -8,8 +8,8 @@ import type {
   MetadataBearer,
 } from '@smithy/types';
 import { addRateLimits, type NlbClients } from '../../../functions/aws/clients';
-import type { InstrumentableClient } from '../../support/aws-calls';
-import type { MotoAccount } from '../../support/moto';
+import type { InstrumentableClient } from '../../../kit/aws-calls';
+import type { MotoAccount } from '../../../kit/moto';
 
 /**
  * NLB clients that "crash" the process after the k-th AWS call: that call reaches AWS (moto) and

@@ -6,7 +6,7 @@ import {
   DescribeTargetHealthCommand,
   ElasticLoadBalancingV2Client,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
-import type { AwsCluster } from '../../support/aws-cluster';
+import type { AwsCluster } from '../../../kit/aws-cluster';
 
 /**
  * Everything in the (private) account that a controller could have made, tagged or not: load

@@ -43,7 +43,7 @@ export interface Synthesised {
   readonly context: Readonly<Record<string, string>>;
 }
 
-/** The settings the tests' world runs with (test/support/aws-cluster.ts, runtime-world.ts). */
+/** The settings the tests' world runs with (kit/aws-cluster.ts, runtime-world.ts). */
 export const synthContext = {
   clusterName: 'test-cluster',
   // Stands for the cluster VPC: `Deployment.vpcId` takes its place.

@@ -33,7 +33,7 @@ import {
 } from './request-context';
 
 /**
- * The recorder's IAM mode (test/support/aws-calls.ts turns it on when a test run keeps a call
+ * The recorder's IAM mode (kit/aws-calls.ts turns it on when a test run keeps a call
  * log): for each call, who made it, and the IAM request context AWS would authorize it with, read
  * from the call's input and answer and from the emulator's state just before the call.
  */
@@ -131,7 +131,7 @@ function callStack(): string {
   return holder.stack ?? '';
 }
 
-const ownFiles = ['test/support/aws-calls.ts', 'test/support/iam/'];
+const ownFiles = ['kit/aws-calls.ts', 'test/support/iam/'];
 
 /** The repository files on the stack, innermost first. */
 function repositoryFrames(stack: string): string[] {

@@ -8,7 +8,7 @@ import {
 import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import { quoted } from '../../../functions/core/echo';
 import { TerminalError } from '../../../functions/core/errors';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-ranges';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import { TerminalError } from '../../../functions/core/errors';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;

@@ -24,7 +24,7 @@ import { TerminalError } from '../../../functions/core/errors';
 import type { Host } from '../../../functions/core/hosts';
 import type { ServicePort } from '../../../functions/core/objects';
 import { testProviderSettings } from '../../support/nlb-settings';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 

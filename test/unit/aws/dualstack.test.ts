@@ -14,7 +14,7 @@ import type {
 import { rulesOf } from '../../../functions/nlb/observe';
 import { TerminalError } from '../../../functions/core/errors';
 import type { ServicePort } from '../../../functions/core/objects';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 /*

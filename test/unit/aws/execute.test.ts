@@ -7,7 +7,7 @@ import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import type { NlbState } from '../../../functions/nlb/nlb-state';
 import { TerminalError } from '../../../functions/core/errors';
 import { providerStateOf } from '../../../functions/sync/ports';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 /**
  * AWS answers CreateTargetGroup for a name that exists with the same settings by returning the

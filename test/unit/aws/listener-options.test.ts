@@ -8,7 +8,7 @@ import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model
 import type { NlbState } from '../../../functions/nlb/nlb-state';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 import { observedAsBuilt } from '../../support/observed-model';
 import { testProviderSettings } from '../../support/nlb-settings';
 

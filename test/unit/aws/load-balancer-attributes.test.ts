@@ -6,7 +6,7 @@ import { planChanges } from '../../../functions/nlb/model/plan';
 import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;

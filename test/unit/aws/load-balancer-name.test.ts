@@ -8,7 +8,7 @@ import {
 } from '../../../functions/nlb/model/naming';
 import { holderOf } from '../../../functions/nlb/ownership';
 import { TerminalError } from '../../../functions/core/errors';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 import { testProviderSettings } from '../../support/nlb-settings';
 
 const nameAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-name';

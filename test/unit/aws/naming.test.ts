@@ -12,7 +12,7 @@ import {
 import { canonicalJson, stableHash } from '../../../functions/core/hash';
 import type { Scheme } from '../../../functions/nlb/model/types';
 import type { Service } from '../../../functions/core/objects';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 /*
  * ELBv2 naming rules (load balancers and target groups): 1–32 characters, only letters, digits and

@@ -23,7 +23,7 @@ import {
 } from '../../../functions/core/errors';
 import { providerStateOf } from '../../../functions/sync/ports';
 import { awsServiceError, notFound } from '../../support/aws-fault-model';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 /**
  * Issue 31, finding 1: a lookup that finds nothing yet is never terminal, and a resource we

@@ -7,7 +7,7 @@ import {
   describeSecurityGroupTags,
   sortByOwnership,
 } from '../../../functions/nlb/ownership';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const awsError = (name: string) =>
   Object.assign(new Error(name), { name, $fault: 'client', $metadata: { httpStatusCode: 400 } });

@@ -9,7 +9,7 @@ import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model
 import { TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
 import { testProviderSettings } from '../../support/nlb-settings';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 import { observedAsBuilt } from '../../support/observed-model';
 
 const settings: ProviderSettings = testProviderSettings;

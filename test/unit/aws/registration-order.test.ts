@@ -8,7 +8,7 @@ import { toProviderState } from '../../../functions/nlb/nlb-state';
 import { RegistrationBudget, type BudgetStore } from '../../../functions/aws/registration-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import type { Host } from '../../../functions/core/hosts';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const service = makeService({ name: 'web', namespace: 'default', uid: 'uid-1' });
 const host = (id: string): Host => ({

@@ -14,7 +14,7 @@ import {
 } from '../../../functions/nlb/model/security-group-admission';
 import { TenantPolicyEnforcer } from '../../../functions/nlb/tenant-policy-check';
 import { defaultClaimPolicy } from '../../../functions/core/claim';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const group = (
   value: string,

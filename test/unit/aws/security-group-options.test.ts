@@ -13,7 +13,7 @@ import { planChanges } from '../../../functions/nlb/model/plan';
 import type { DesiredLoadBalancer, Observed } from '../../../functions/nlb/model/types';
 import { InvariantError, TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 import { observedAsBuilt } from '../../support/observed-model';
 import { testProviderSettings } from '../../support/nlb-settings';
 

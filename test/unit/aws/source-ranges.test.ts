@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import { TerminalError } from '../../../functions/core/errors';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const legacy = 'service.beta.kubernetes.io/load-balancer-source-ranges';
 const specField = 'spec.loadBalancerSourceRanges';

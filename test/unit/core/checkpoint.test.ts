@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkpointFor, type CheckpointInput } from '../../../functions/core/checkpoint';
 import { canonicalJson, stableHash } from '../../../functions/core/hash';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const base: CheckpointInput = {
   service: makeService(),

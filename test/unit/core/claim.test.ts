@@ -9,7 +9,7 @@ import {
   wantsLoadBalancer,
   type ClaimPolicy,
 } from '../../../functions/core/claim';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const ourClass = defaultClaimPolicy.loadBalancerClass;
 const classMode: ClaimPolicy = { loadBalancerClass: ourClass, claimClassless: false };

@@ -6,7 +6,7 @@ import {
   shouldEnqueueServiceDelete,
   shouldEnqueueServiceUpdate,
 } from '../../../functions/core/enqueue-filters';
-import { makeNode, makeService } from '../../support/core-objects';
+import { makeNode, makeService } from '../../../kit/core-objects';
 
 const classless: ClaimPolicy = { loadBalancerClass: 'x.io/nlb', claimClassless: true };
 const classMode: ClaimPolicy = { loadBalancerClass: 'x.io/nlb', claimClassless: false };

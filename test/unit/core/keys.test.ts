@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../../functions/core/errors';
 import { parseServiceKey, serviceKey } from '../../../functions/core/keys';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 describe('service keys (S4)', () => {
   it('are namespace/name', () => {

@@ -3,7 +3,7 @@ import { TerminalError } from '../../../functions/core/errors';
 import { loadBalancerPorts } from '../../../functions/core/lb-ports';
 import type { ServicePort } from '../../../functions/core/objects';
 import { validateLoadBalancerService } from '../../../functions/core/service-validation';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const withPorts = (ports: ServicePort[]) => makeService({ ports });
 

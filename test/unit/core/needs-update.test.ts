@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimPolicy } from '../../../functions/core/claim';
 import { needsUpdate, portsEqualForLB } from '../../../functions/core/needs-update';
 import type { Service } from '../../../functions/core/objects';
-import { makeService, type ServiceOptions } from '../../support/core-objects';
+import { makeService, type ServiceOptions } from '../../../kit/core-objects';
 
 const claim: ClaimPolicy = { loadBalancerClass: 'x.io/nlb', claimClassless: true };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { instanceIdFromProviderID } from '../../../functions/core/hosts';
 import { evaluateNode, isEligibleNode } from '../../../functions/core/node-policy';
-import { makeNode, type NodeOptions } from '../../support/core-objects';
+import { makeNode, type NodeOptions } from '../../../kit/core-objects';
 
 const excludeLabel = 'node.kubernetes.io/exclude-from-external-load-balancers';
 

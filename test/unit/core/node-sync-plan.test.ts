@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hostSetOf, hostSetsEqual } from '../../../functions/core/hosts';
 import { planNodeSync } from '../../../functions/core/node-sync-plan';
-import { makeNode } from '../../support/core-objects';
+import { makeNode } from '../../../kit/core-objects';
 
 const a = makeNode('a', { instanceId: 'i-0000000000000000a' });
 const b = makeNode('b', { instanceId: 'i-0000000000000000b' });

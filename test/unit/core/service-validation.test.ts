@@ -3,7 +3,7 @@ import { TerminalError } from '../../../functions/core/errors';
 import type { Service, ServicePort } from '../../../functions/core/objects';
 import { validateLoadBalancerService } from '../../../functions/core/service-validation';
 import { serviceLimits, sizeProblems } from '../../../functions/core/service-limits';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const aws = (suffix: string) => `service.beta.kubernetes.io/aws-load-balancer-${suffix}`;
 const legacySourceRanges = 'service.beta.kubernetes.io/load-balancer-source-ranges';

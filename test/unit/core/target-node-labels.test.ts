@@ -8,7 +8,7 @@ import {
   readNodeSelector,
   targetNodeLabelsAnnotation,
 } from '../../../functions/core/target-node-labels';
-import { makeNode, makeService } from '../../support/core-objects';
+import { makeNode, makeService } from '../../../kit/core-objects';
 
 const ingress = { 'node-role/ingress': 'true', zone: 'a' };
 const a = makeNode('a', { instanceId: 'i-0000000000000000a', labels: ingress });

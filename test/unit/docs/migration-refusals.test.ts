@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { annotationRegistry, parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { TerminalError } from '../../../functions/core/errors';
-import { makeService } from '../../support/core-objects';
+import { makeService } from '../../../kit/core-objects';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const migration = readFileSync(join(root, 'docs/migration.md'), 'utf8');

@@ -18,7 +18,7 @@ import {
   nodeFingerprint,
   serviceFingerprint,
 } from '../../../functions/forwarder/fingerprints';
-import { makeNode, makeService } from '../../support/core-objects';
+import { makeNode, makeService } from '../../../kit/core-objects';
 
 const claims: readonly ClaimPolicy[] = [
   { loadBalancerClass: 'x.io/nlb', claimClassless: true },

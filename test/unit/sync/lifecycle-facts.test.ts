@@ -4,8 +4,8 @@ import { RetryableError, TerminalError } from '../../../functions/core/errors';
 import { syncHosts } from '../../../functions/sync/sync-hosts';
 import { syncNodes } from '../../../functions/sync/sync-nodes';
 import { syncService } from '../../../functions/sync/sync-service';
-import { makeNode, makeService, type ServiceOptions } from '../../support/core-objects';
-import { inMemoryWorld } from '../../support/in-memory';
+import { makeNode, makeService, type ServiceOptions } from '../../../kit/core-objects';
+import { inMemoryWorld } from '../../../kit/in-memory';
 
 const claim: ClaimPolicy = { loadBalancerClass: 'x.io/nlb', claimClassless: true };
 const key = 'default/web';

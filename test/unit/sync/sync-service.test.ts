@@ -9,8 +9,8 @@ import {
 import type { Service } from '../../../functions/core/objects';
 import { syncNodes } from '../../../functions/sync/sync-nodes';
 import { syncService } from '../../../functions/sync/sync-service';
-import { makeNode, makeService, type ServiceOptions } from '../../support/core-objects';
-import { inMemoryWorld } from '../../support/in-memory';
+import { makeNode, makeService, type ServiceOptions } from '../../../kit/core-objects';
+import { inMemoryWorld } from '../../../kit/in-memory';
 
 const ourClass = 'serverless-service-controller.io/nlb';
 const classless: ClaimPolicy = { loadBalancerClass: ourClass, claimClassless: true };

@@ -8,7 +8,6 @@ import type {
   MetadataBearer,
   MiddlewareStack,
 } from '@smithy/types';
-import { addIamRecording } from './iam/recording';
 
 /** Anything built on the SDK v3 middleware stack (every `@aws-sdk/client-*` client). */
 export interface InstrumentableClient {
@@ -61,6 +60,16 @@ const throttlingCodes: Record<string, { name: string; status: number }> = {
  * caller asked for (one per command); `attempts` counts HTTP attempts including SDK retries,
  * which is what AWS throttles on.
  */
+/**
+ * What every instrumented client also gets: the test run registers its IAM call recording here
+ * (test/support/iam/record-calls.ts), the benchmark nothing.
+ */
+const clientHooks: ((client: InstrumentableClient) => void)[] = [];
+
+export function onAttach(hook: (client: InstrumentableClient) => void): void {
+  if (!clientHooks.includes(hook)) clientHooks.push(hook);
+}
+
 export class AwsCallRecorder {
   readonly calls: AwsCall[] = [];
   readonly attempts: AwsCall[] = [];
@@ -71,7 +80,7 @@ export class AwsCallRecorder {
    * (test/support/iam/call-log.ts), each call's IAM request context is written to it as well.
    */
   attach<T extends InstrumentableClient>(client: T): T {
-    addIamRecording(client);
+    for (const hook of clientHooks) hook(client);
     client.middlewareStack.add(
       (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
         (args: InitializeHandlerArguments<object>) => {

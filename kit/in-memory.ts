@@ -2,21 +2,16 @@
  * In-memory implementations of the use-case ports. Every call is appended to one shared CallLog,
  * so tests can assert the order of calls across ports (finalizer before any cloud call, and so on).
  */
-import type { ClaimPolicy } from '../../functions/core/claim';
-import { NotFoundError, TerminalError } from '../../functions/core/errors';
-import type { ControllerEvent } from '../../functions/core/events';
-import { canonicalJson, stableHash } from '../../functions/core/hash';
-import type { Host } from '../../functions/core/hosts';
-import type { ServiceKey } from '../../functions/core/keys';
-import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
-import type { NodePolicy } from '../../functions/core/node-policy';
-import type {
-  LoadBalancerStatus,
-  Node,
-  ObjectReference,
-  Service,
-} from '../../functions/core/objects';
-import type { SyncDependencies } from '../../functions/sync/dependencies';
+import type { ClaimPolicy } from '../functions/core/claim';
+import { NotFoundError, TerminalError } from '../functions/core/errors';
+import type { ControllerEvent } from '../functions/core/events';
+import { canonicalJson, stableHash } from '../functions/core/hash';
+import type { Host } from '../functions/core/hosts';
+import type { ServiceKey } from '../functions/core/keys';
+import type { EligibleHosts, ServiceHostsState } from '../functions/core/node-sync-plan';
+import type { NodePolicy } from '../functions/core/node-policy';
+import type { LoadBalancerStatus, Node, ObjectReference, Service } from '../functions/core/objects';
+import type { SyncDependencies } from '../functions/sync/dependencies';
 import type {
   Clock,
   DeleteResult,
@@ -33,7 +28,7 @@ import type {
   TargetChanges,
   UpdateOptions,
   UpdateResult,
-} from '../../functions/sync/ports';
+} from '../functions/sync/ports';
 
 export interface Call {
   readonly port: 'kube' | 'provider' | 'state' | 'events';

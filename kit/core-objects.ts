@@ -1,10 +1,4 @@
-import type {
-  Node,
-  NodeCondition,
-  Service,
-  ServicePort,
-  Taint,
-} from '../../functions/core/objects';
+import type { Node, NodeCondition, Service, ServicePort, Taint } from '../functions/core/objects';
 
 export interface ServiceOptions {
   readonly name?: string;

@@ -4,12 +4,12 @@ import {
   GetResourcesCommand,
   ResourceGroupsTaggingAPIClient,
 } from '@aws-sdk/client-resource-groups-tagging-api';
-import { addRateLimits, type NlbClients } from '../../functions/aws/clients';
-import type { ProviderSettings } from '../../functions/nlb/model/desired';
-import { ownershipTags } from '../../functions/nlb/model/naming';
-import type { Host } from '../../functions/core/hosts';
+import { addRateLimits, type NlbClients } from '../functions/aws/clients';
+import type { ProviderSettings } from '../functions/nlb/model/desired';
+import { ownershipTags } from '../functions/nlb/model/naming';
+import type { Host } from '../functions/core/hosts';
 import { AwsCallRecorder } from './aws-calls';
-import { createSimulatedNetwork } from '../../functions/local/aws-resources';
+import { createSimulatedNetwork } from '../functions/local/aws-resources';
 import { MotoAccount, testRegion } from './moto';
 
 export const testClusterName = 'test-cluster';
