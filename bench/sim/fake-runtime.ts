@@ -24,7 +24,7 @@ import {
   serviceLeasePk,
   servicePk,
   sweepLeasePk,
-} from '../../functions/state/dynamo-state-store';
+} from '../../functions/state/table-layout';
 import { BusyError } from '../../functions/core/errors';
 import type { EligibleHosts, ServiceHostsState } from '../../functions/core/node-sync-plan';
 import type { ServiceKey } from '../../functions/core/keys';

@@ -1,24 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
-  ConditionalCheckFailedException,
-  TransactionCanceledException,
-} from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  BatchWriteCommand,
-  type BatchWriteCommandOutput,
   DeleteCommand,
-  GetCommand,
   PutCommand,
-  ScanCommand,
-  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { BusyError, InvariantError, RetryableError, TerminalError } from '../core/errors';
+import { BusyError, InvariantError, TerminalError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
-import { lifecycleEventProblem, type LifecycleEvent } from '../contract/lifecycle-events';
+import type { LifecycleEvent } from '../contract/lifecycle-events';
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
 import type {
   AcquireResult,
@@ -31,19 +22,22 @@ import type {
   ServiceItemSummary,
   SweepBook,
 } from '../runtime/ports';
+import { HostSetItems } from './host-set-items';
+import { PendingEventItems } from './pending-event-items';
 import { decodeRecord, encodeRecord } from './record-codec';
+import { RunBookkeeping } from './run-bookkeeping';
+import { retryable, StateTable } from './state-table';
+import {
+  keptPk,
+  leasePk,
+  serviceLeasePk,
+  serviceLeasePrefix,
+  servicePk,
+  servicePrefix,
+} from './table-layout';
 
 /**
- * The state table: one DynamoDB table, partition key `pk`.
- *
- * | pk                   | holds |
- * | `svc#<ns>/<name>`    | `recz` (the ServiceRecord, compressed: record-codec.ts), `uid`, `hostsHash`, `nodeSelector`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone). Release 0.1 wrote the record as JSON in `rec` |
- * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`, `unverified`; `failures`, `failingSince` (ms), `retryAt` (ms), `lastPassAt` |
- * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
- * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
- * | `kept#<namespace>`  | `keys`: the namespace's Service keys whose NLB deletion protection keeps (tenant policy counting) |
- * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
- * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
+ * Leases and records (the item families are in table-layout.ts).
  *
  * Why a Service's lease has an item of its own: DynamoDB bills a write by the larger of the item
  * before and after, per started KB. The record is a few KB, the lease item under 200 bytes, so
@@ -77,15 +71,9 @@ import { decodeRecord, encodeRecord } from './record-codec';
  * item whole, which drops the 0.1 lease attributes (its failure count restarts), and a 0.1 item
  * left with no record is deleted when a release finds the Service gone.
  */
-const chunkBytes = 350_000;
 /** A Service's record item, compressed record and copied-out attributes: DynamoDB items hold 400 KB, less `pk` and `ver`. */
 export const maxRecordBytes = 380 * 1024;
 
-export const servicePk = (key: ServiceKey) => `svc#${key}`;
-/** A namespace's load balancers kept by deletion protection: a string set `keys`. */
-export const keptPk = (namespace: string) => `kept#${namespace}`;
-/** A Service's lease: not `lease#`, which names the global leases. */
-export const serviceLeasePk = (key: ServiceKey) => `svclease#${key}`;
 /** How long a deleted record's tombstone stays (see the class comment). */
 const tombstoneSeconds = 24 * 60 * 60;
 
@@ -97,31 +85,28 @@ interface RecordSeen {
   /** A 0.1 item with no record (only lease bookkeeping): removed once the Service is gone. */
   readonly legacyLeftover: boolean;
 }
-export const pendingEventPk = (eventId: string) => `evt#${eventId}`;
-export const leasePk = (name: string) => `lease#${name}`;
-export const nodeSyncLeasePk = leasePk('node-sync');
-export const sweepLeasePk = leasePk('sweep');
-const orphanPrefix = 'orphan#';
 
 export class DynamoStateStore implements RuntimeStore {
-  /**
-   * The host list last read, by the chunk key it was read under. Chunks are named by their
-   * content (the set's hash), so a chunk key never names another list: a host update reads the
-   * small meta item and reuses the list while the set is unchanged. At 5,000 nodes the list is
-   * about 550 KB, some 140 read units a read, which every host update of a node change paid.
-   */
-  private hostChunks:
-    | { readonly chunkKey: string; readonly count: number; readonly hosts: EligibleHosts['hosts'] }
-    | undefined;
-
   /** Per lease, what its holder last saw of the record: the token its next write is conditioned on. */
   private readonly seen = new WeakMap<Lease, RecordSeen>();
 
-  constructor(
-    private readonly doc: DynamoDBDocumentClient,
-    private readonly tableName: string,
-    private readonly clock: Clock,
-  ) {}
+  private readonly table: StateTable;
+  private readonly doc: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly clock: Clock;
+  private readonly hostSet: HostSetItems;
+  private readonly pendingEvents: PendingEventItems;
+  private readonly bookkeeping: RunBookkeeping;
+
+  constructor(doc: DynamoDBDocumentClient, tableName: string, clock: Clock) {
+    this.table = new StateTable(doc, tableName, clock);
+    this.doc = doc;
+    this.tableName = tableName;
+    this.clock = clock;
+    this.hostSet = new HostSetItems(this.table);
+    this.pendingEvents = new PendingEventItems(this.table);
+    this.bookkeeping = new RunBookkeeping(this.table);
+  }
 
   /**
    * Takes the lease on an item for `ttlSeconds`, with a new fencing counter. When someone else holds
@@ -356,18 +341,18 @@ export class DynamoStateStore implements RuntimeStore {
 
   /** The keys of the namespace's load balancers kept by deletion protection: one GetItem. */
   async keptLoadBalancers(namespace: string): Promise<ServiceKey[]> {
-    const item = await this.get(keptPk(namespace));
+    const item = await this.table.get(keptPk(namespace));
     const keys: unknown = item?.keys;
     return keys instanceof Set ? [...(keys as Set<ServiceKey>)].sort() : [];
   }
 
   /** Reads the record without a lease (status views, uninstall): remembers nothing. */
   async getService(key: ServiceKey): Promise<ServiceRecord | undefined> {
-    return parseRecord(await this.get(servicePk(key)));
+    return parseRecord(await this.table.get(servicePk(key)));
   }
 
   async getItem(pk: string): Promise<Record<string, unknown> | undefined> {
-    return this.get(pk);
+    return this.table.get(pk);
   }
 
   /**
@@ -376,7 +361,7 @@ export class DynamoStateStore implements RuntimeStore {
    */
   private async getServiceFor(key: ServiceKey, lease: Lease): Promise<ServiceRecord | undefined> {
     const pk = servicePk(key);
-    const item = await this.get(pk);
+    const item = await this.table.get(pk);
     const now = this.clock.now().getTime();
     if (typeof item?.leaseOwner === 'string' && Number(item.leaseUntil) >= now) {
       await this.markLegacyDirty(pk, item.leaseOwner, now);
@@ -473,14 +458,19 @@ export class DynamoStateStore implements RuntimeStore {
     // whose retry is due later come at no extra cost. Past retryAt the retry is overdue (its
     // message lost, say), and node sync takes the Service again.
     const failing = new Set<ServiceKey>();
-    for await (const item of this.scan(
+    for await (const item of this.table.scan(
       // uid is written with every record, of either release, and removed with it.
       '(begins_with(pk, :svc) AND attribute_exists(uid)) OR (begins_with(pk, :lease) AND failures > :zero AND retryAt > :now)',
-      { ':svc': 'svc#', ':lease': 'svclease#', ':zero': 0, ':now': this.clock.now().getTime() },
+      {
+        ':svc': servicePrefix,
+        ':lease': serviceLeasePrefix,
+        ':zero': 0,
+        ':now': this.clock.now().getTime(),
+      },
       'pk, hostsHash, nodeSelector',
     )) {
-      if (String(item.pk).startsWith('svclease#')) {
-        failing.add(String(item.pk).slice('svclease#'.length));
+      if (String(item.pk).startsWith(serviceLeasePrefix)) {
+        failing.add(String(item.pk).slice(serviceLeasePrefix.length));
         continue;
       }
       const hash =
@@ -490,7 +480,7 @@ export class DynamoStateStore implements RuntimeStore {
           ? item.nodeSelector
           : undefined;
       result.push({
-        key: String(item.pk).slice('svc#'.length),
+        key: String(item.pk).slice(servicePrefix.length),
         hostsHash: hash,
         ...(selector !== undefined ? { nodeSelector: selector } : {}),
       });
@@ -506,14 +496,14 @@ export class DynamoStateStore implements RuntimeStore {
     // the lease item has the lease and failures (a 0.1 record item has both).
     const records = new Map<ServiceKey, Record<string, unknown>>();
     const leases = new Map<ServiceKey, Record<string, unknown>>();
-    for await (const item of this.scan(
+    for await (const item of this.table.scan(
       'begins_with(pk, :svc) OR begins_with(pk, :lease)',
-      { ':svc': 'svc#', ':lease': 'svclease#' },
+      { ':svc': servicePrefix, ':lease': serviceLeasePrefix },
       'pk, uid, ver, failures, dirty, leaseUntil, failingSince',
     )) {
       const pk = String(item.pk);
-      if (pk.startsWith('svc#')) records.set(pk.slice('svc#'.length), item);
-      else leases.set(pk.slice('svclease#'.length), item);
+      if (pk.startsWith(servicePrefix)) records.set(pk.slice(servicePrefix.length), item);
+      else leases.set(pk.slice(serviceLeasePrefix.length), item);
     }
     const items: ServiceItemSummary[] = [];
     for (const key of new Set([...records.keys(), ...leases.keys()])) {
@@ -536,202 +526,6 @@ export class DynamoStateStore implements RuntimeStore {
     return items;
   }
 
-  async getEligibleHosts(): Promise<EligibleHosts | undefined> {
-    const meta = await this.get('hosts#meta');
-    if (meta === undefined) return undefined;
-    const chunkKey = typeof meta.chunkKey === 'string' ? meta.chunkKey : String(meta.hash);
-    const count = Number(meta.chunks ?? 0);
-    let hosts: EligibleHosts['hosts'];
-    const cached = this.hostChunks;
-    if (cached?.chunkKey === chunkKey && cached.count === count) {
-      hosts = [...cached.hosts];
-    } else {
-      const read = [];
-      for (let i = 0; i < count; i++) {
-        const chunk = await this.get(`hosts#chunk#${chunkKey}#${i}`);
-        if (chunk === undefined) throw new RetryableError('eligible host set is being rewritten');
-        read.push(...(JSON.parse(String(chunk.hosts)) as EligibleHosts['hosts']));
-      }
-      hosts = read;
-      this.hostChunks = { chunkKey, count, hosts };
-    }
-    return {
-      hosts,
-      hash: String(meta.hash),
-      warnedNodes: (meta.warnedNodes as string[] | undefined) ?? [],
-      ...(Array.isArray(meta.labelKeys) && meta.labelKeys.length > 0
-        ? { labelKeys: meta.labelKeys as string[], labelsHash: String(meta.labelsHash) }
-        : {}),
-    };
-  }
-
-  /**
-   * Chunks are keyed by the set's hash and written before the meta item points at them, so a
-   * reader never sees half a set. With a lease, the meta item is written in one transaction with a
-   * check that the lease is still held, so a node sync whose lease was taken over cannot replace
-   * the newer holder's set.
-   */
-  async putEligibleHosts(hosts: EligibleHosts, lease?: Lease): Promise<void> {
-    const chunks: string[] = [];
-    let current: unknown[] = [];
-    let size = 2;
-    for (const host of hosts.hosts) {
-      const length = JSON.stringify(host).length + 1;
-      if (size + length > chunkBytes && current.length > 0) {
-        chunks.push(JSON.stringify(current));
-        current = [];
-        size = 2;
-      }
-      current.push(host);
-      size += length;
-    }
-    chunks.push(JSON.stringify(current));
-    // Chunks are named by their content: a relabelled node changes labelsHash, not hash, and a
-    // reader must never see the chunks of one set under the meta item of another.
-    const chunkKey =
-      hosts.labelsHash === undefined ? hosts.hash : `${hosts.hash}.${hosts.labelsHash}`;
-    try {
-      for (const [i, chunk] of chunks.entries()) {
-        await this.doc.send(
-          new PutCommand({
-            TableName: this.tableName,
-            Item: { pk: `hosts#chunk#${chunkKey}#${i}`, hosts: chunk },
-          }),
-        );
-      }
-      const previous = await this.get('hosts#meta');
-      const meta = {
-        TableName: this.tableName,
-        Item: {
-          pk: 'hosts#meta',
-          hash: hosts.hash,
-          chunkKey,
-          warnedNodes: [...hosts.warnedNodes],
-          ...(hosts.labelKeys !== undefined && hosts.labelKeys.length > 0
-            ? { labelKeys: [...hosts.labelKeys], labelsHash: hosts.labelsHash }
-            : {}),
-          chunks: chunks.length,
-          updatedAt: this.clock.now().toISOString(),
-        },
-      };
-      if (lease === undefined) {
-        await this.doc.send(new PutCommand(meta));
-      } else {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                ConditionCheck: {
-                  TableName: this.tableName,
-                  Key: { pk: lease.id },
-                  ConditionExpression: 'leaseOwner = :owner AND fence = :fence',
-                  ExpressionAttributeValues: { ':owner': lease.owner, ':fence': lease.fence },
-                },
-              },
-              { Put: meta },
-            ],
-          }),
-        );
-      }
-      const previousKey =
-        typeof previous?.chunkKey === 'string' ? previous.chunkKey : String(previous?.hash);
-      if (previous !== undefined && previousKey !== chunkKey) {
-        for (let i = 0; i < Number(previous.chunks ?? 0); i++) {
-          await this.doc.send(
-            new DeleteCommand({
-              TableName: this.tableName,
-              Key: { pk: `hosts#chunk#${previousKey}#${i}` },
-            }),
-          );
-        }
-      }
-    } catch (error) {
-      if (error instanceof TransactionCanceledException) {
-        throw new BusyError(
-          `lease on ${lease?.id ?? ''} was lost; not replacing the eligible host set`,
-        );
-      }
-      throw retryable(error, 'store eligible hosts');
-    }
-  }
-
-  /**
-   * Keeps lifecycle events that EventBridge has not taken yet, for the work queue's `event`
-   * messages to name by id: anyone who can send to the queue can name an id, but only the
-   * functions can write this table, so a forged message finds nothing to publish. DynamoDB's TTL
-   * removes what is never published.
-   */
-  async putPendingEvents(events: readonly LifecycleEvent[], expiresAt: Date): Promise<void> {
-    const expires = Math.ceil(expiresAt.getTime() / 1000);
-    const requests = events.map((event) => ({
-      PutRequest: {
-        Item: {
-          pk: pendingEventPk(event.detail.eventId),
-          event: JSON.stringify(event),
-          expiresAt: expires,
-        },
-      },
-    }));
-    await this.batchWrite(requests, 'keep lifecycle events');
-  }
-
-  /**
-   * The pending events with these ids that are still stored and still valid; ids that name
-   * nothing (published meanwhile, expired, or never ours) are left out.
-   */
-  async getPendingEvents(eventIds: readonly string[]): Promise<LifecycleEvent[]> {
-    const found: LifecycleEvent[] = [];
-    const unique = [...new Set(eventIds)];
-    for (let i = 0; i < unique.length; i += 100) {
-      let keys: Record<string, unknown>[] | undefined = unique
-        .slice(i, i + 100)
-        .map((id) => ({ pk: pendingEventPk(id) }));
-      for (let attempt = 0; keys !== undefined && keys.length > 0; attempt++) {
-        if (attempt > 4) throw new RetryableError('state table: read lifecycle events: throttled');
-        let result;
-        try {
-          result = await this.doc.send(
-            new BatchGetCommand({
-              RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
-            }),
-          );
-        } catch (error) {
-          throw retryable(error, 'read lifecycle events');
-        }
-        for (const item of result.Responses?.[this.tableName] ?? []) {
-          const event = parseStoredEvent(item.event);
-          if (event !== undefined) found.push(event);
-        }
-        keys = result.UnprocessedKeys?.[this.tableName]?.Keys;
-      }
-    }
-    return found;
-  }
-
-  async deletePendingEvents(eventIds: readonly string[]): Promise<void> {
-    const requests = [...new Set(eventIds)].map((id) => ({
-      DeleteRequest: { Key: { pk: pendingEventPk(id) } },
-    }));
-    await this.batchWrite(requests, 'remove published lifecycle events');
-  }
-
-  private async batchWrite(requests: readonly Record<string, unknown>[], action: string) {
-    for (let i = 0; i < requests.length; i += 25) {
-      let pending: Record<string, unknown>[] | undefined = requests.slice(i, i + 25);
-      for (let attempt = 0; pending !== undefined && pending.length > 0; attempt++) {
-        if (attempt > 4) throw new RetryableError(`state table: ${action}: throttled`);
-        try {
-          const result: BatchWriteCommandOutput = await this.doc.send(
-            new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }),
-          );
-          pending = result.UnprocessedItems?.[this.tableName];
-        } catch (error) {
-          throw retryable(error, action);
-        }
-      }
-    }
-  }
-
   acquireServiceLease(key: ServiceKey, owner: string, ttlSeconds: number): Promise<AcquireResult> {
     return this.acquire(serviceLeasePk(key), owner, ttlSeconds);
   }
@@ -740,131 +534,73 @@ export class DynamoStateStore implements RuntimeStore {
     return this.acquire(leasePk(run), owner, ttlSeconds);
   }
 
-  // Node sync's bookkeeping lives on its lease item (`lease#node-sync`): `chain`, `lastTickAt`,
-  // `lastRunAt` (ISO, for people) and `lastRunAtMs`, `coalescedUntil`.
+  getEligibleHosts(): Promise<EligibleHosts | undefined> {
+    return this.hostSet.getEligibleHosts();
+  }
 
-  async nodeSyncTimer(): Promise<NodeSyncTimer> {
-    const item = await this.getItem(nodeSyncLeasePk);
-    return {
-      chain: typeof item?.chain === 'string' ? item.chain : undefined,
-      lastRunAtMs: typeof item?.lastRunAtMs === 'number' ? item.lastRunAtMs : 0,
-      lastTickAtMs: typeof item?.lastTickAt === 'number' ? item.lastTickAt : 0,
-    };
+  putEligibleHosts(hosts: EligibleHosts, lease?: Lease): Promise<void> {
+    return this.hostSet.putEligibleHosts(hosts, lease);
+  }
+
+  putPendingEvents(events: readonly LifecycleEvent[], expiresAt: Date): Promise<void> {
+    return this.pendingEvents.putPendingEvents(events, expiresAt);
+  }
+
+  getPendingEvents(eventIds: readonly string[]): Promise<LifecycleEvent[]> {
+    return this.pendingEvents.getPendingEvents(eventIds);
+  }
+
+  deletePendingEvents(eventIds: readonly string[]): Promise<void> {
+    return this.pendingEvents.deletePendingEvents(eventIds);
+  }
+
+  nodeSyncTimer(): Promise<NodeSyncTimer> {
+    return this.bookkeeping.nodeSyncTimer();
   }
 
   recordNodeSyncRun(atMs: number): Promise<void> {
-    return this.setAttributes(nodeSyncLeasePk, {
-      lastRunAt: new Date(atMs).toISOString(),
-      lastRunAtMs: atMs,
-    });
+    return this.bookkeeping.recordNodeSyncRun(atMs);
   }
 
   claimCoalescedPass(untilMs: number): Promise<boolean> {
-    return this.claimUntil(nodeSyncLeasePk, 'coalescedUntil', untilMs);
+    return this.bookkeeping.claimCoalescedPass(untilMs);
   }
 
   releaseCoalescedPass(): Promise<void> {
-    return this.removeAttributes(nodeSyncLeasePk, ['coalescedUntil']);
+    return this.bookkeeping.releaseCoalescedPass();
   }
 
   recordTick(atMs: number): Promise<void> {
-    return this.setAttributes(nodeSyncLeasePk, { lastTickAt: atMs });
+    return this.bookkeeping.recordTick(atMs);
   }
 
   startTimerChain(chain: string, atMs: number): Promise<void> {
-    return this.setAttributes(nodeSyncLeasePk, { chain, lastTickAt: atMs });
+    return this.bookkeeping.startTimerChain(chain, atMs);
   }
 
-  // The sweep's bookkeeping lives on its lease item (`lease#sweep`): `resyncPass`,
-  // `previousResyncPass`, `lastRunAt` (ISO), and `orphan#<uid>` (epoch ms first seen) per orphan.
-
-  async sweepBook(): Promise<SweepBook> {
-    const item = await this.getItem(sweepLeasePk);
-    const orphans = new Map<string, number>();
-    for (const [name, value] of Object.entries(item ?? {})) {
-      if (name.startsWith(orphanPrefix) && typeof value === 'number') {
-        orphans.set(name.slice(orphanPrefix.length), value);
-      }
-    }
-    return {
-      resyncPass: typeof item?.resyncPass === 'string' ? item.resyncPass : undefined,
-      previousResyncPass:
-        typeof item?.previousResyncPass === 'string' ? item.previousResyncPass : undefined,
-      orphansFirstSeen: orphans,
-    };
+  sweepBook(): Promise<SweepBook> {
+    return this.bookkeeping.sweepBook();
   }
 
   startResyncPass(pass: string, previous: string | undefined): Promise<void> {
-    return this.setAttributes(sweepLeasePk, {
-      resyncPass: pass,
-      ...(previous !== undefined ? { previousResyncPass: previous } : {}),
-    });
+    return this.bookkeeping.startResyncPass(pass, previous);
   }
 
   markOrphanSeen(uid: string, atMs: number): Promise<void> {
-    return this.setAttributes(sweepLeasePk, { [`${orphanPrefix}${uid}`]: atMs });
+    return this.bookkeeping.markOrphanSeen(uid, atMs);
   }
 
   clearOrphan(uid: string): Promise<void> {
-    return this.removeAttributes(sweepLeasePk, [`${orphanPrefix}${uid}`]);
+    return this.bookkeeping.clearOrphan(uid);
   }
 
   recordSweepRun(atMs: number): Promise<void> {
-    return this.setAttributes(sweepLeasePk, { lastRunAt: new Date(atMs).toISOString() });
+    return this.bookkeeping.recordSweepRun(atMs);
   }
 
-  /** Sets plain attributes on a global item (bookkeeping such as last run times). */
-  async setAttributes(
-    pk: string,
-    values: Record<string, string | number | boolean>,
-  ): Promise<void> {
-    const names = Object.keys(values);
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: { pk },
-        UpdateExpression: `SET ${names.map((_, i) => `#n${i} = :v${i}`).join(', ')}`,
-        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-        ExpressionAttributeValues: Object.fromEntries(
-          names.map((name, i) => [`:v${i}`, values[name]]),
-        ),
-      }),
-    );
-  }
-
-  /**
-   * Sets the time attribute `name` to `until` unless it already lies in the future: true for the
-   * one caller that set it, false for the others (one conditional write each).
-   */
-  async claimUntil(pk: string, name: string, until: number): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk },
-          ConditionExpression: 'attribute_not_exists(#n) OR #n < :now',
-          UpdateExpression: 'SET #n = :until',
-          ExpressionAttributeNames: { '#n': name },
-          ExpressionAttributeValues: { ':now': this.clock.now().getTime(), ':until': until },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw retryable(error, `claim ${name}`);
-    }
-  }
-
-  async removeAttributes(pk: string, names: readonly string[]): Promise<void> {
-    if (names.length === 0) return;
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: { pk },
-        UpdateExpression: `REMOVE ${names.map((_, i) => `#n${i}`).join(', ')}`,
-        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#n${i}`, name])),
-      }),
-    );
+  /** Plain attributes on an item (tests and operator tooling; the runtime uses named methods). */
+  setAttributes(pk: string, values: Record<string, string | number | boolean>): Promise<void> {
+    return this.table.setAttributes(pk, values);
   }
 
   private async fencedUpdate(
@@ -900,7 +636,7 @@ export class DynamoStateStore implements RuntimeStore {
     failures: FailureUpdate,
     unlessDirty: boolean,
   ): Promise<boolean> {
-    if (!lease.id.startsWith('svclease#')) return false;
+    if (!lease.id.startsWith(serviceLeasePrefix)) return false;
     const conditions = [
       'leaseOwner = :owner',
       'fence = :fence',
@@ -930,7 +666,7 @@ export class DynamoStateStore implements RuntimeStore {
 
   /** A Service lease item that holds nothing but failure bookkeeping at zero goes away. */
   private async removeIfEmpty(pk: string): Promise<void> {
-    if (!pk.startsWith('svclease#')) return;
+    if (!pk.startsWith(serviceLeasePrefix)) return;
     await this.conditionalDelete(
       pk,
       'attribute_not_exists(leaseOwner) AND attribute_not_exists(unverified) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
@@ -941,7 +677,7 @@ export class DynamoStateStore implements RuntimeStore {
   /** A release 0.1 `svc#` item with no record and no live 0.1 lease goes away. */
   private async removeLegacyLeftover(leasePk: string): Promise<void> {
     await this.conditionalDelete(
-      servicePk(leasePk.slice('svclease#'.length)),
+      servicePk(leasePk.slice(serviceLeasePrefix.length)),
       'attribute_not_exists(rec) AND attribute_not_exists(ver) AND (attribute_not_exists(leaseOwner) OR leaseUntil < :now)',
       { ':now': this.clock.now().getTime() },
     );
@@ -965,35 +701,6 @@ export class DynamoStateStore implements RuntimeStore {
       if (!(error instanceof ConditionalCheckFailedException))
         throw retryable(error, 'remove empty item');
     }
-  }
-
-  private async get(pk: string): Promise<Record<string, unknown> | undefined> {
-    try {
-      const result = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: { pk }, ConsistentRead: true }),
-      );
-      return result.Item;
-    } catch (error) {
-      throw retryable(error, 'read state');
-    }
-  }
-
-  private async *scan(filter: string, values: Record<string, unknown>, projection: string) {
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new ScanCommand({
-          TableName: this.tableName,
-          FilterExpression: filter,
-          ExpressionAttributeValues: values,
-          ProjectionExpression: projection,
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      yield* page.Items ?? [];
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined);
   }
 }
 
@@ -1040,21 +747,4 @@ function parseRecord(item: Record<string, unknown> | undefined): ServiceRecord |
       `state item ${String(item.pk)}: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-}
-
-function parseStoredEvent(text: unknown): LifecycleEvent | undefined {
-  if (typeof text !== 'string') return undefined;
-  try {
-    const event = JSON.parse(text) as LifecycleEvent;
-    return lifecycleEventProblem(event) === undefined ? event : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function retryable(error: unknown, action: string): RetryableError {
-  return new RetryableError(
-    `state table: ${action}: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
 }

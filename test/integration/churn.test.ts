@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import { InvariantError, RetryableError } from '../../functions/core/errors';
 import type { WorkQueue } from '../../functions/runtime/ports';
-import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-state-store';
+import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { RuntimeMetrics } from '../../functions/runtime/ports';
 import { processWorkBatch } from '../../functions/runtime/work-batch';

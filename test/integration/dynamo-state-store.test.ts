@@ -8,12 +8,8 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  DynamoStateStore,
-  leasePk,
-  serviceLeasePk,
-  servicePk,
-} from '../../functions/state/dynamo-state-store';
+import { DynamoStateStore } from '../../functions/state/dynamo-state-store';
+import { leasePk, serviceLeasePk, servicePk } from '../../functions/state/table-layout';
 import { type Lease } from '../../functions/runtime/ports';
 import { BusyError, InvariantError, RetryableError } from '../../functions/core/errors';
 import { hostSetOf, type Host } from '../../functions/core/hosts';

@@ -11,14 +11,14 @@ import {
   DescribeListenersCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { serviceLeasePk } from '../../functions/state/table-layout';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import type { ControllerConfig } from '../../functions/contract/controller-config';
 import type { WorkQueue } from '../../functions/runtime/ports';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
-import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-state-store';
+import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
@@ -124,7 +124,8 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
   });
 
   it('a host update that keeps failing keeps its backoff: node-sync passes meanwhile neither run it again nor queue more messages for it', async () => {
-    await start();
+    // A backoff far longer than the four passes take, however loaded the machine.
+    await start({ backoffBaseSeconds: 60 });
     await createService();
     await world.addNode();
     world.aws.recorder.reset();

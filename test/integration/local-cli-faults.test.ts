@@ -15,7 +15,7 @@ import {
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { serviceLeasePk } from '../../functions/state/table-layout';
 import { ownershipTags } from '../../functions/nlb/model/naming';
 import { createSimulatedNetwork } from '../../functions/local/aws-resources';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';

@@ -1,7 +1,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ControllerConfig } from '../../functions/contract/controller-config';
-import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/dynamo-state-store';
+import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { loadBalancerService } from '../support/kube-objects';

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { serviceLeasePk } from '../../functions/state/table-layout';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TatBudgetStore } from '../../functions/aws/registration-budget';
 import {

@@ -8,7 +8,7 @@ import {
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { serviceLeasePk, servicePk } from '../../functions/state/dynamo-state-store';
+import { serviceLeasePk, servicePk } from '../../functions/state/table-layout';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import { upstreamFinalizer } from '../../functions/core/claim';
 import { runNodeSync } from '../../functions/runtime/node-sync';

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { servicePk } from '../../functions/state/dynamo-state-store';
+import { servicePk } from '../../functions/state/table-layout';
 import { ownershipTags } from '../../functions/nlb/model/naming';
 import { readNlbState, type NlbState } from '../../functions/nlb/nlb-state';
 import { loadBalancerService } from '../support/kube-objects';

@@ -7,7 +7,7 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
-import { serviceLeasePk } from '../../functions/state/dynamo-state-store';
+import { serviceLeasePk } from '../../functions/state/table-layout';
 import { processNodeBatch } from '../../functions/runtime/node-messages';
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { missFirst } from '../../kit/seeded-random';
