@@ -130,7 +130,7 @@ export class ServiceController extends Construct {
       retentionPeriod: Duration.days(14),
     });
     this.deadLetterQueue = deadLetters;
-    // Retries resend a fresh copy before this (functions/runtime/process-work.ts), so only a
+    // Retries resend a fresh copy before this (functions/runtime/queue-records.ts), so only a
     // message that crashes the handler again and again reaches the DLQ this way; messages that
     // are not ours are moved there by the functions at once.
     const redrive = { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 };

@@ -332,7 +332,7 @@ function ourWorld(
     let passes = 0;
     return {
       config,
-      base: {
+      syncDeps: {
         kube: withLatency(kube, clock, model.latencyMs, kubeCalls),
         provider,
         events: withLatency(events, clock, model.latencyMs, kubeCalls),

@@ -219,7 +219,9 @@ export async function throughput(
       metrics: recorder,
       adaptClient: (client) => meter.attach(account.bind(client)),
     });
-    return inMemory ? { ...runtime, base: { ...runtime.base, provider: fakeCloud } } : runtime;
+    return inMemory
+      ? { ...runtime, syncDeps: { ...runtime.syncDeps, provider: fakeCloud } }
+      : runtime;
   });
   const forwarder = new Forwarder({
     kubeConfig: kube.kubeConfig(),

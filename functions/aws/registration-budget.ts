@@ -113,7 +113,7 @@ export const systemTimer: BudgetTimer = {
 /**
  * The time (ms, the budget timer's clock) by which the current sync's registrations must have
  * their slots: a sync that would wait longer in total ends requeue-after instead of running into
- * its function's timeout. Set around each key's passes (runtime/process-work.ts).
+ * its function's timeout. Set around each key's passes (runtime/key-passes.ts).
  */
 export const registrationDeadline = new AsyncLocalStorage<number>();
 

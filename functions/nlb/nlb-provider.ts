@@ -104,15 +104,18 @@ export class NlbProvider implements LoadBalancerProvider {
     service: Service,
     state: ProviderState | undefined,
   ): Promise<{ exists: boolean; status?: LoadBalancerStatus }> {
-    const nlb = readNlbState(state);
-    const inventory = await this.inventory(service, nlb, this.now());
+    const nlbState = readNlbState(state);
+    const inventory = await this.inventory(service, nlbState, this.now());
     const exists =
       inventory.loadBalancerArns.length +
         inventory.targetGroupArns.length +
         inventory.securityGroupIds.length +
         inventory.notVisibleYet.length >
       0;
-    return { exists, ...(exists && nlb.dnsName ? { status: statusOf(nlb.dnsName) } : {}) };
+    return {
+      exists,
+      ...(exists && nlbState.dnsName ? { status: statusOf(nlbState.dnsName) } : {}),
+    };
   }
 
   async ensureLoadBalancer(
@@ -121,13 +124,13 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
     hooks: EnsureOptions = {},
   ): Promise<EnsureResult> {
-    const nlb = readNlbState(state);
+    const nlbState = readNlbState(state);
     const now = this.now();
-    pruneCreated(nlb, now);
+    pruneCreated(nlbState, now);
     const options = parseAnnotations(service);
     const scheme = schemeOf(options, this.settings);
     // Before any AWS call: a Service the tenant policy refuses creates nothing.
-    const created = Object.values(recordedResources(nlb)).some((ids) => ids.length > 0);
+    const created = Object.values(recordedResources(nlbState)).some((ids) => ids.length > 0);
     const tenancy = await this.tenantPolicy?.check(service, options, scheme, created);
     const roleTagRequiredBy = tenancy?.subnetRoleTagRequiredBy;
     const ipAddressType = ipAddressTypeOf(options);
@@ -138,7 +141,7 @@ export class NlbProvider implements LoadBalancerProvider {
       // Absent for ipv4, so the subnets stored for existing Services still match.
       ...(ipAddressType === 'dualstack' ? ['dualstack'] : []),
     ]);
-    let subnets = nlb.subnets?.inputs === subnetInputs ? nlb.subnets.refs : undefined;
+    let subnets = nlbState.subnets?.inputs === subnetInputs ? nlbState.subnets.refs : undefined;
     if (subnets === undefined) {
       subnets = await resolveSubnets(
         this.clients.ec2,
@@ -148,18 +151,18 @@ export class NlbProvider implements LoadBalancerProvider {
         roleTagRequiredBy,
         ipAddressType,
       );
-      nlb.subnets = { inputs: subnetInputs, refs: subnets };
+      nlbState.subnets = { inputs: subnetInputs, refs: subnets };
     }
     // The user's groups, as now and as before an annotation change: never taken for ours.
-    const userGroups = [...(nlb.frontendSecurityGroups?.ids ?? [])];
+    const userGroups = [...(nlbState.frontendSecurityGroups?.ids ?? [])];
     const frontendSecurityGroupIds = await this.frontendSecurityGroups(
-      nlb,
+      nlbState,
       options,
       tenancy?.securityGroups,
     );
     userGroups.push(...(frontendSecurityGroupIds ?? []));
     // Pinned before anything is created, so a failed first sync keeps the names it started with.
-    nlb.namingVersion = namingVersionOf(nlb);
+    nlbState.namingVersion = namingVersionOf(nlbState);
     const desired = withNamingVersion(
       buildDesiredLoadBalancer({
         service,
@@ -167,12 +170,12 @@ export class NlbProvider implements LoadBalancerProvider {
         settings: this.settings,
         options,
         subnets,
-        stickinessFromAffinityApplied: nlb.stickinessFromAffinity,
+        stickinessFromAffinityApplied: nlbState.stickinessFromAffinity,
         frontendSecurityGroupIds,
       }),
       this.settings.clusterName,
       service,
-      nlb.namingVersion,
+      nlbState.namingVersion,
     );
     const observed = await observe({
       now,
@@ -182,7 +185,7 @@ export class NlbProvider implements LoadBalancerProvider {
       loadBalancerName: desired.name,
       backendSecurityGroupId: this.settings.backendSecurityGroupId,
       userSecurityGroupIds: userGroups,
-      state: nlb,
+      state: nlbState,
       readLoadBalancerAttributes: Object.keys(desired.attributes).length > 0,
       readTargetGroupAttributes: desired.targetGroups.some(
         (tg) => Object.keys(tg.attributes).length > 0,
@@ -191,28 +194,28 @@ export class NlbProvider implements LoadBalancerProvider {
         .filter((l) => Object.keys(l.attributes ?? {}).length > 0)
         .map((l) => l.port),
       readListenerCertificatesOf: [
-        ...new Set([...sniPorts(desired), ...(nlb.sniListenerPorts ?? [])]),
+        ...new Set([...sniPorts(desired), ...(nlbState.sniListenerPorts ?? [])]),
       ],
     }).catch((error: unknown) => {
       // Recorded resources AWS does not show yet stay recorded, with when they were created.
       if (error instanceof NotVisibleYetError)
-        Object.assign(error, { providerState: toProviderState(nlb) });
+        Object.assign(error, { providerState: toProviderState(nlbState) });
       throw error;
     });
-    const plan = planChanges(desired, observed, nlb.appliedTagKeys ?? []);
+    const plan = planChanges(desired, observed, nlbState.appliedTagKeys ?? []);
     // State follows what was observed: kept resources are recorded, vanished ones forgotten.
     if (observed.loadBalancer !== undefined) {
-      nlb.loadBalancerArn = observed.loadBalancer.arn;
-      nlb.loadBalancerName = observed.loadBalancer.name;
-      nlb.dnsName = observed.loadBalancer.dnsName;
+      nlbState.loadBalancerArn = observed.loadBalancer.arn;
+      nlbState.loadBalancerName = observed.loadBalancer.name;
+      nlbState.dnsName = observed.loadBalancer.dnsName;
     } else {
-      delete nlb.loadBalancerArn;
-      delete nlb.dnsName;
-      delete nlb.loadBalancerName;
+      delete nlbState.loadBalancerArn;
+      delete nlbState.dnsName;
+      delete nlbState.loadBalancerName;
     }
-    if (observed.securityGroup !== undefined) nlb.securityGroupId = observed.securityGroup.id;
-    else delete nlb.securityGroupId;
-    nlb.targetGroups = Object.fromEntries(
+    if (observed.securityGroup !== undefined) nlbState.securityGroupId = observed.securityGroup.id;
+    else delete nlbState.securityGroupId;
+    nlbState.targetGroups = Object.fromEntries(
       observed.targetGroups.map((tg) => {
         const key = desired.targetGroups.find((d) => d.name === tg.name)?.key ?? `old:${tg.name}`;
         return [key, { arn: tg.arn, name: tg.name, targets: [...(tg.targets ?? [])] }];
@@ -220,12 +223,12 @@ export class NlbProvider implements LoadBalancerProvider {
     );
     // Recorded before the change, so a sync that fails half-way still turns it off later.
     const stickyForAffinity = stickinessFromAffinity(service, options);
-    if (stickyForAffinity) nlb.stickinessFromAffinity = true;
+    if (stickyForAffinity) nlbState.stickinessFromAffinity = true;
     // Before the change too: a listener that had several certificates is read in full until
     // a sync has brought it down to one.
     const sni = sniPorts(desired);
     if (sni.length > 0)
-      nlb.sniListenerPorts = [...new Set([...(nlb.sniListenerPorts ?? []), ...sni])].sort(
+      nlbState.sniListenerPorts = [...new Set([...(nlbState.sniListenerPorts ?? []), ...sni])].sort(
         (a, b) => a - b,
       );
     if (plan.steps.length > 0) await hooks.beforeChanges?.();
@@ -235,29 +238,29 @@ export class NlbProvider implements LoadBalancerProvider {
       service,
       desired,
       plan,
-      state: nlb,
+      state: nlbState,
       securityGroupId: observed.securityGroup?.id,
       loadBalancerArn:
         observed.loadBalancer?.scheme === desired.scheme ? observed.loadBalancer.arn : undefined,
       now: this.now,
     });
-    nlb.appliedTagKeys = Object.keys(desired.tags).sort();
-    if (!stickyForAffinity) delete nlb.stickinessFromAffinity;
-    if (sni.length > 0) nlb.sniListenerPorts = sni;
-    else delete nlb.sniListenerPorts;
+    nlbState.appliedTagKeys = Object.keys(desired.tags).sort();
+    if (!stickyForAffinity) delete nlbState.stickinessFromAffinity;
+    if (sni.length > 0) nlbState.sniListenerPorts = sni;
+    else delete nlbState.sniListenerPorts;
     // The managed group the user's groups replaced, still held by AWS: come back to delete it.
     const replacedGroupLeft =
-      desired.frontendSecurityGroupIds !== undefined && nlb.securityGroupId !== undefined;
+      desired.frontendSecurityGroupIds !== undefined && nlbState.securityGroupId !== undefined;
     return {
-      status: statusOf(nlb.dnsName ?? ''),
-      state: toProviderState(nlb),
+      status: statusOf(nlbState.dnsName ?? ''),
+      state: toProviderState(nlbState),
       ...(replacedGroupLeft
         ? {
             requeueAfterSeconds: stillInUseRetrySeconds,
             requeueReason: 'the replaced managed security group is still in use',
           }
         : {}),
-      summary: summaryOf(desired, nlb),
+      summary: summaryOf(desired, nlbState),
       instances: uniqueSorted(desired.targetGroups.flatMap((tg) => tg.targets)),
       changes: describeChanges(plan),
     };
@@ -276,8 +279,8 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
     options: UpdateOptions = {},
   ): Promise<UpdateResult> {
-    const nlb = readNlbState(state);
-    const groups = Object.values(nlb.targetGroups ?? {});
+    const nlbState = readNlbState(state);
+    const groups = Object.values(nlbState.targetGroups ?? {});
     if (options.readTargets === true) for (const tg of groups) delete tg.targets;
     if (groups.length === 0) {
       const ensured = await this.ensureLoadBalancer(service, hosts, state);
@@ -290,7 +293,7 @@ export class NlbProvider implements LoadBalancerProvider {
     }
     const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
     const wantedIds = new Set(wanted);
-    await this.requireOwnedTargetGroups(service, nlb);
+    await this.requireOwnedTargetGroups(service, nlbState);
     // Groups too large to record (nlb-state.ts maxRecordedTargets), recorded before targets were,
     // or not to be trusted (readTargets): what is registered comes from AWS, one read per group.
     for (const tg of groups) {
@@ -348,9 +351,9 @@ export class NlbProvider implements LoadBalancerProvider {
         : error instanceof RequeueAfterError
           ? error
           : translateAwsError(error, 'update targets');
-      throw Object.assign(translated, { providerState: toProviderState(nlb) });
+      throw Object.assign(translated, { providerState: toProviderState(nlbState) });
     }
-    return { state: toProviderState(nlb), instances: wanted };
+    return { state: toProviderState(nlbState), instances: wanted };
   }
 
   /**
@@ -362,23 +365,23 @@ export class NlbProvider implements LoadBalancerProvider {
     service: Service,
     state: ProviderState | undefined,
   ): Promise<DeleteResult> {
-    const nlb = readNlbState(state);
+    const nlbState = readNlbState(state);
     const now = this.now();
-    const inventory = await this.inventory(service, nlb, now);
+    const inventory = await this.inventory(service, nlbState, now);
     if (inventory.loadBalancerArns.length > 0 && wantsDeletionProtection(service)) {
-      await this.drainKeptTargets(inventory.targetGroupArns, nlb);
+      await this.drainKeptTargets(inventory.targetGroupArns, nlbState);
       // Terminal, not retried: only a change to the Service can lift it, and that re-enqueues.
       throw Object.assign(
         new TerminalError(
           `deletion protection: annotation ${attributesAnnotation} sets deletion_protection.enabled=true, so load balancer ${inventory.loadBalancerArns.join(', ')} is kept, with no targets; remove that key or set it to false to let the delete finish`,
         ),
-        { providerState: toProviderState(nlb), keptByDeletionProtection: true },
+        { providerState: toProviderState(nlbState), keptByDeletionProtection: true },
       );
     }
     const remaining: NlbState = {};
     const kept = new Set<string>();
     const keep = (id: string) => {
-      keepRecorded(remaining, nlb, id);
+      keepRecorded(remaining, nlbState, id);
       kept.add(id);
     };
     // Recorded IDs are kept until a delete is proven: one AWS does not show yet is not gone.
@@ -388,7 +391,7 @@ export class NlbProvider implements LoadBalancerProvider {
         await send();
       } catch (error) {
         if (notFoundKind(error) === undefined) throw error;
-        if (createdWithinWindow(nlb, id, now)) keep(id);
+        if (createdWithinWindow(nlbState, id, now)) keep(id);
       }
     };
     try {
@@ -418,15 +421,16 @@ export class NlbProvider implements LoadBalancerProvider {
       }
     } catch (error) {
       throw Object.assign(translateAwsError(error, 'delete load balancer resources'), {
-        providerState: toProviderState(nlb),
+        providerState: toProviderState(nlbState),
       });
     }
     const stillThere = kept.size > 0;
     // Kept with what is left, so a Service that wants its LB back keeps the names it had.
-    if (stillThere && nlb.namingVersion !== undefined) remaining.namingVersion = nlb.namingVersion;
+    if (stillThere && nlbState.namingVersion !== undefined)
+      remaining.namingVersion = nlbState.namingVersion;
     // Remembered past the NLB's deletion, so the pass that finishes a slow delete can name it.
     const deleted =
-      inventory.loadBalancerArns.find((arn) => !kept.has(arn)) ?? nlb.deletedLoadBalancerArn;
+      inventory.loadBalancerArns.find((arn) => !kept.has(arn)) ?? nlbState.deletedLoadBalancerArn;
     if (stillThere && deleted !== undefined) remaining.deletedLoadBalancerArn = deleted;
     return {
       state: toProviderState(remaining),
@@ -442,8 +446,11 @@ export class NlbProvider implements LoadBalancerProvider {
    * is kept (issue 32, finding 2). One DescribeTargetHealth per group, and a DeregisterTargets per
    * group that still has targets; a failure is retried as the delete would be.
    */
-  private async drainKeptTargets(targetGroupArns: readonly string[], nlb: NlbState): Promise<void> {
-    const recorded = Object.values(nlb.targetGroups ?? {});
+  private async drainKeptTargets(
+    targetGroupArns: readonly string[],
+    nlbState: NlbState,
+  ): Promise<void> {
+    const recorded = Object.values(nlbState.targetGroups ?? {});
     const gone = (error: unknown) =>
       isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException');
     try {
@@ -474,7 +481,7 @@ export class NlbProvider implements LoadBalancerProvider {
         error instanceof RequeueAfterError
           ? error
           : translateAwsError(error, 'deregister the kept load balancer targets');
-      throw Object.assign(translated, { providerState: toProviderState(nlb) });
+      throw Object.assign(translated, { providerState: toProviderState(nlbState) });
     }
   }
 
@@ -519,9 +526,9 @@ export class NlbProvider implements LoadBalancerProvider {
    * DescribeTags for up to 20 groups. Another owner's group is a terminal error naming it; a group
    * that is gone (or carries no tags at all) is drift, which a full Ensure sorts out.
    */
-  private async requireOwnedTargetGroups(service: Service, nlb: NlbState): Promise<void> {
-    const arns = recordedResources(nlb).targetGroupArns;
-    const withState = { providerState: toProviderState(nlb) };
+  private async requireOwnedTargetGroups(service: Service, nlbState: NlbState): Promise<void> {
+    const arns = recordedResources(nlbState).targetGroupArns;
+    const withState = { providerState: toProviderState(nlbState) };
     let owned;
     try {
       const tags = await describeElbv2Tags(this.clients.elbv2, arns);
@@ -553,7 +560,7 @@ export class NlbProvider implements LoadBalancerProvider {
    * created within the consistency window are not visible yet (`notVisibleYet`, kept); anything
    * else recorded is left alone and forgotten.
    */
-  private async inventory(service: Service, nlb: NlbState, now: number) {
+  private async inventory(service: Service, nlbState: NlbState, now: number) {
     const found = {
       loadBalancerArns: new Set<string>(),
       targetGroupArns: new Set<string>(),
@@ -567,7 +574,7 @@ export class NlbProvider implements LoadBalancerProvider {
         found.securityGroupIds.add(arn.slice(arn.lastIndexOf('/') + 1));
       }
     }
-    const recorded = recordedOrCreated(nlb);
+    const recorded = recordedOrCreated(nlbState);
     const uncheckedArns = [...recorded.loadBalancerArns, ...recorded.targetGroupArns].filter(
       (arn) => !found.loadBalancerArns.has(arn) && !found.targetGroupArns.has(arn),
     );
@@ -599,7 +606,7 @@ export class NlbProvider implements LoadBalancerProvider {
       loadBalancerArns: [...found.loadBalancerArns],
       targetGroupArns: [...found.targetGroupArns],
       securityGroupIds: [...found.securityGroupIds],
-      notVisibleYet: unknown.filter((id) => createdWithinWindow(nlb, id, now)),
+      notVisibleYet: unknown.filter((id) => createdWithinWindow(nlbState, id, now)),
     };
   }
 
@@ -664,25 +671,26 @@ export class NlbProvider implements LoadBalancerProvider {
    * ownership check, so groups resolved before it existed are looked at once more.
    */
   private async frontendSecurityGroups(
-    nlb: NlbState,
+    nlbState: NlbState,
     options: LoadBalancerOptions,
     policy: SecurityGroupPolicy | undefined,
   ): Promise<string[] | undefined> {
     const wanted = options.securityGroups;
     if (wanted === undefined) {
-      delete nlb.frontendSecurityGroups;
+      delete nlbState.frontendSecurityGroups;
       return undefined;
     }
     const restriction = policy === undefined ? null : toJson(policy);
     const inputs = `${wanted.join(',')}#${stableHash([frontendGroupChecks, restriction])}`;
-    if (nlb.frontendSecurityGroups?.inputs === inputs) return nlb.frontendSecurityGroups.ids;
+    if (nlbState.frontendSecurityGroups?.inputs === inputs)
+      return nlbState.frontendSecurityGroups.ids;
     const ids = await resolveFrontendSecurityGroups(
       this.clients.ec2,
       this.settings.vpcId,
       wanted,
       policy,
     );
-    nlb.frontendSecurityGroups = { inputs, ids };
+    nlbState.frontendSecurityGroups = { inputs, ids };
     return ids;
   }
 
@@ -697,8 +705,8 @@ export class NlbProvider implements LoadBalancerProvider {
 }
 
 /** What the lifecycle feed says of the NLB after an Ensure. */
-function summaryOf(desired: DesiredLoadBalancer, nlb: NlbState): LoadBalancerSummary {
-  const targetGroupArn = (key: string) => nlb.targetGroups?.[key]?.arn ?? '';
+function summaryOf(desired: DesiredLoadBalancer, nlbState: NlbState): LoadBalancerSummary {
+  const targetGroupArn = (key: string) => nlbState.targetGroups?.[key]?.arn ?? '';
   const listeners = desired.listeners.map((l) => ({
     port: l.port,
     protocol: l.protocol,
@@ -709,18 +717,20 @@ function summaryOf(desired: DesiredLoadBalancer, nlb: NlbState): LoadBalancerSum
   const shape = stableHash(
     toJson({
       desired: { ...rest, targetGroups: targetGroups.map(({ targets: _, ...tg }) => tg) },
-      arn: nlb.loadBalancerArn ?? '',
-      dnsName: nlb.dnsName ?? '',
-      securityGroupId: nlb.securityGroupId ?? '',
+      arn: nlbState.loadBalancerArn ?? '',
+      dnsName: nlbState.dnsName ?? '',
+      securityGroupId: nlbState.securityGroupId ?? '',
       listeners,
     }),
   );
   return {
-    loadBalancerId: nlb.loadBalancerArn ?? '',
-    dnsName: nlb.dnsName ?? '',
+    loadBalancerId: nlbState.loadBalancerArn ?? '',
+    dnsName: nlbState.dnsName ?? '',
     scheme: desired.scheme,
     listeners,
-    ...(nlb.securityGroupId !== undefined ? { securityGroupId: nlb.securityGroupId } : {}),
+    ...(nlbState.securityGroupId !== undefined
+      ? { securityGroupId: nlbState.securityGroupId }
+      : {}),
     shape,
   };
 }
@@ -739,12 +749,12 @@ function statusOf(dnsName: string): LoadBalancerStatus {
 }
 
 /** The recorded resources, and those we created that a failed pass never recorded. */
-function recordedOrCreated(nlb: NlbState) {
-  const recorded = recordedResources(nlb);
+function recordedOrCreated(nlbState: NlbState) {
+  const recorded = recordedResources(nlbState);
   const add = (list: string[], id: string) => {
     if (!list.includes(id)) list.push(id);
   };
-  for (const id of Object.keys(nlb.createdAt ?? {})) {
+  for (const id of Object.keys(nlbState.createdAt ?? {})) {
     const kind = resourceKindOf(id);
     if (kind === 'load balancer') add(recorded.loadBalancerArns, id);
     else if (kind === 'target group') add(recorded.targetGroupArns, id);

@@ -16,7 +16,7 @@ export interface RuntimeContext {
    * The use cases' dependencies, less the state store, which is fenced per lease, and the
    * lifecycle recorder, which is one per sync.
    */
-  readonly base: Omit<SyncDependencies, 'state' | 'lifecycle'>;
+  readonly syncDeps: Omit<SyncDependencies, 'state' | 'lifecycle'>;
   /** Where lifecycle events go; absent when publishing is off (no bus configured). */
   readonly lifecycle?: LifecyclePublisher | undefined;
   readonly provider: OrphanCleanup;

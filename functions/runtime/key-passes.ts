@@ -48,7 +48,7 @@ export function runKey(
    * When registration waits must end (epoch ms); by default `registrationWaitMs` from now. Node
    * sync passes the one deadline of its whole run, so its host updates never add up past it.
    */
-  deadline = ctx.base.clock.now().getTime() + registrationWaitMs,
+  deadline = ctx.syncDeps.clock.now().getTime() + registrationWaitMs,
 ): Promise<KeyFollowUp> {
   return withRegistrationScope(key, deadline, () => runPasses(key, modes, ctx, origin));
 }
@@ -70,7 +70,7 @@ async function runPasses(
   ctx: RuntimeContext,
   origin: KeyOrigin,
 ): Promise<KeyFollowUp> {
-  const pass = origin.pass;
+  const sweepPass = origin.pass;
   const lifecycle = newCollector(ctx);
   const fields = {
     serviceKey: key,
@@ -89,10 +89,10 @@ async function runPasses(
       // S5: a live holder sees the dirty flag and runs once more. The message is not done until
       // that pass has run, and a holder may die first: it comes back when the lease runs out,
       // and then finds the key free (a pass, usually a checkpoint hit) or held again (it waits).
-      const seconds = secondsUntilExpiry(acquired.heldUntil, ctx.base.clock.now().getTime());
+      const seconds = secondsUntilExpiry(acquired.heldUntil, ctx.syncDeps.clock.now().getTime());
       ctx.log.info('key is busy; the holder will run again', { ...fields, comesBackIn: seconds });
       ctx.metrics.count('BusyKeys');
-      return { message: again(mode, key, pass), seconds };
+      return { message: again(mode, key, sweepPass), seconds };
     }
     const lease = acquired.lease;
     held = lease;
@@ -117,10 +117,10 @@ async function runPasses(
       ctx.config.backoffBaseSeconds,
       ctx.config.backoffMaxSeconds,
     );
-    const retryAt = () => ctx.base.clock.now().getTime() + retryDelay * 1000;
-    for (let pass = 1; pass <= maxPassesPerReceive; pass++) {
-      const deps = { ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle };
-      const started = ctx.base.clock.now().getTime();
+    const retryAt = () => ctx.syncDeps.clock.now().getTime() + retryDelay * 1000;
+    for (let passNumber = 1; passNumber <= maxPassesPerReceive; passNumber++) {
+      const deps = { ...ctx.syncDeps, state: ctx.store.fencedBy(lease), lifecycle };
+      const started = ctx.syncDeps.clock.now().getTime();
       const checksAws = mode === 'resync' || (mode === 'service' && unverified);
       // After a failure or a takeover the record's targets may not be AWS's (a registration that
       // landed before the failure, or one that never did): a host update reads them from AWS.
@@ -134,9 +134,9 @@ async function runPasses(
       if (mode !== 'hosts' && (outcome.kind === 'done' || outcome.kind === 'terminal'))
         unverified = false;
       if (outcome.kind === 'retry' || outcome.kind === 'busy') unverified = true;
-      ctx.metrics.milliseconds('SyncLatency', ctx.base.clock.now().getTime() - started);
+      ctx.metrics.milliseconds('SyncLatency', ctx.syncDeps.clock.now().getTime() - started);
       ctx.metrics.count('Syncs', 1, { outcome: outcome.kind, kind: mode });
-      logOutcome(ctx, outcome, { ...fields, mode, pass });
+      logOutcome(ctx, outcome, { ...fields, mode, pass: passNumber });
       // A terminal outcome ends the retries too: a count left behind would have the sweep
       // re-drive the key (and repeat its Warning) for ever.
       failureUpdate =
@@ -175,7 +175,7 @@ async function runPasses(
       // comes back (and waits, busy, while that holder lasts).
       if (outcome.kind === 'done' || outcome.kind === 'terminal') return undefined;
       return {
-        message: again(mode, key, pass),
+        message: again(mode, key, sweepPass),
         seconds: outcome.kind === 'requeue-after' ? outcome.seconds : retryDelay,
       };
     }
@@ -190,7 +190,7 @@ async function runPasses(
       ctx.metrics.count('RetryableFailures', 1, { class: failureClassOf(outcome.error) });
       lifecycle.syncFailed(key, outcome.error, { terminal: false, inSeconds: delay });
       await publishLifecycle(ctx, lifecycle.events);
-      return { message: again(mode, key, pass), seconds: delay };
+      return { message: again(mode, key, sweepPass), seconds: delay };
     }
     // Said once per spec: a repeat (a sweep, the same message again) publishes nothing.
     if (outcome.kind === 'terminal' && outcome.repeated !== true) {
@@ -198,13 +198,13 @@ async function runPasses(
     }
     await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
-      return { message: again(mode, key, pass), seconds: outcome.seconds };
+      return { message: again(mode, key, sweepPass), seconds: outcome.seconds };
     }
-    if (handedBack) return { message: again(mode, key, pass), seconds: 0 };
+    if (handedBack) return { message: again(mode, key, sweepPass), seconds: 0 };
     // Another holder's write came between this pass's read and its write (a release 0.1 holder,
     // say, whose lease this one cannot wait on): the pass it was refused comes back.
     if (outcome.kind === 'busy') {
-      return { message: again(mode, key, pass), seconds: ctx.config.leaseSeconds };
+      return { message: again(mode, key, sweepPass), seconds: ctx.config.leaseSeconds };
     }
     return undefined;
   } catch (error) {
@@ -216,14 +216,14 @@ async function runPasses(
     if (held !== undefined) await ctx.store.handBack(held, 'keep', true).catch(() => undefined);
     lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
-    return { message: again(mode, key, pass), seconds: ctx.config.backoffMaxSeconds };
+    return { message: again(mode, key, sweepPass), seconds: ctx.config.backoffMaxSeconds };
   }
 }
 
 /** The message that brings a key back in the same mode; a resync keeps the sweep run it came from. */
-function again(mode: KeyMode, key: ServiceKey, pass: string | undefined): WorkMessage {
+function again(mode: KeyMode, key: ServiceKey, sweepPass: string | undefined): WorkMessage {
   return mode === 'resync'
-    ? { v: 1, kind: mode, key, ...(pass ? { pass } : {}) }
+    ? { v: 1, kind: mode, key, ...(sweepPass ? { pass: sweepPass } : {}) }
     : { v: 1, kind: mode, key };
 }
 

@@ -133,7 +133,9 @@ export class LifecycleCollector implements LifecycleRecorder {
 
 /** A collector for one sync (or node-sync pass) of this runtime. */
 export function newCollector(ctx: RuntimeContext): LifecycleCollector {
-  return new LifecycleCollector(ctx.config.clusterName, randomUUID(), () => ctx.base.clock.now());
+  return new LifecycleCollector(ctx.config.clusterName, randomUUID(), () =>
+    ctx.syncDeps.clock.now(),
+  );
 }
 
 /**
@@ -180,7 +182,7 @@ async function queueAgain(ctx: RuntimeContext, rejected: readonly LifecycleEvent
   ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);
   const delay = ctx.config.backoffBaseSeconds;
   try {
-    const expiresAt = new Date(ctx.base.clock.now().getTime() + maxEventAgeSeconds * 2000);
+    const expiresAt = new Date(ctx.syncDeps.clock.now().getTime() + maxEventAgeSeconds * 2000);
     await ctx.store.putPendingEvents(rejected, expiresAt);
     await ctx.queue.send(
       rejected.map((event) => ({ v: 1, kind: 'event', id: event.detail.eventId })),

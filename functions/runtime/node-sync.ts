@@ -36,19 +36,23 @@ export async function runNodeSync(
     await continueChain(ctx, triggers);
     return {
       kind: 'busy',
-      seconds: secondsUntilExpiry(acquired.heldUntil, ctx.base.clock.now().getTime()),
+      seconds: secondsUntilExpiry(acquired.heldUntil, ctx.syncDeps.clock.now().getTime()),
     };
   }
   const lease = acquired.lease;
   const lifecycle = newCollector(ctx);
   // One registration deadline for the whole run: direct host updates share it, so however many
   // passes run, their waits end well inside the function's timeout.
-  const deadline = ctx.base.clock.now().getTime() + registrationWaitMs;
-  const pastDeadline = () => ctx.base.clock.now().getTime() >= deadline;
+  const deadline = ctx.syncDeps.clock.now().getTime() + registrationWaitMs;
+  const pastDeadline = () => ctx.syncDeps.clock.now().getTime() >= deadline;
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
-      const started = ctx.base.clock.now().getTime();
-      const result = await syncNodes({ ...ctx.base, state: ctx.store.fencedBy(lease), lifecycle });
+      const started = ctx.syncDeps.clock.now().getTime();
+      const result = await syncNodes({
+        ...ctx.syncDeps,
+        state: ctx.store.fencedBy(lease),
+        lifecycle,
+      });
       const direct =
         result.servicesToUpdate.length <= ctx.config.directHostUpdates && !pastDeadline();
       if (direct) {
@@ -63,7 +67,7 @@ export async function runNodeSync(
           })),
         );
       }
-      ctx.metrics.milliseconds('NodeSyncDuration', ctx.base.clock.now().getTime() - started);
+      ctx.metrics.milliseconds('NodeSyncDuration', ctx.syncDeps.clock.now().getTime() - started);
       ctx.metrics.count('EligibleHosts', result.eligibleHosts);
       ctx.log.info('node sync', {
         eligibleHosts: result.eligibleHosts,
@@ -97,7 +101,7 @@ export async function runNodeSync(
     throw error;
   }
   await publishLifecycle(ctx, lifecycle.events);
-  await ctx.store.recordNodeSyncRun(ctx.base.clock.now().getTime());
+  await ctx.store.recordNodeSyncRun(ctx.syncDeps.clock.now().getTime());
   await continueChain(ctx, triggers);
   return { kind: 'done' };
 }
@@ -142,7 +146,7 @@ async function coalesced(
   if (interval === 0) return false;
   const timer = await ctx.store.nodeSyncTimer();
   if (triggers.some((t) => t.chain !== undefined && t.chain === timer.chain)) return false;
-  const now = ctx.base.clock.now().getTime();
+  const now = ctx.syncDeps.clock.now().getTime();
   const due = timer.lastRunAtMs + interval;
   if (now >= due) return false;
   ctx.metrics.count('CoalescedNodeMessages', triggers.length);
@@ -170,7 +174,7 @@ async function continueChain(
   const timer = await ctx.store.nodeSyncTimer();
   const tick = triggers.find((t) => t.chain !== undefined && t.chain === timer.chain);
   if (tick?.chain === undefined) return;
-  await ctx.store.recordTick(ctx.base.clock.now().getTime());
+  await ctx.store.recordTick(ctx.syncDeps.clock.now().getTime());
   await ctx.nodeQueue.send(
     [{ v: 1, kind: 'node', reason: 'tick', chain: tick.chain }],
     ctx.config.nodeSyncPeriodSeconds,
@@ -183,7 +187,7 @@ async function continueChain(
  */
 export async function scheduleTick(ctx: RuntimeContext): Promise<'started' | 'running'> {
   const timer = await ctx.store.nodeSyncTimer();
-  const now = ctx.base.clock.now().getTime();
+  const now = ctx.syncDeps.clock.now().getTime();
   if (
     timer.chain !== undefined &&
     now - timer.lastTickAtMs < 2 * ctx.config.nodeSyncPeriodSeconds * 1000

@@ -32,7 +32,7 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   );
   if (!acquired.acquired)
     return { resyncs: 0, redriven: 0, orphansSeen: 0, orphansDeleted: 0, failingServices: 0 };
-  const now = ctx.base.clock.now().getTime();
+  const now = ctx.syncDeps.clock.now().getTime();
   const items = await ctx.store.listServiceItems();
   // Read once: the pass ids and the orphan markers further down live on the same item.
   const book = await ctx.store.sweepBook();
@@ -72,7 +72,7 @@ export async function runSweep(ctx: RuntimeContext): Promise<SweepReport> {
   for (const [uid, service] of await ctx.provider.ownersInCluster()) {
     if (known.has(uid)) continue;
     const [namespace = '', name = ''] = service.split('/');
-    const live = await ctx.base.kube.getService(namespace, name);
+    const live = await ctx.syncDeps.kube.getService(namespace, name);
     if (live?.metadata?.uid === uid) continue;
     orphansSeen++;
     const firstSeen = book.orphansFirstSeen.get(uid);

@@ -227,7 +227,7 @@ async function republishEvents(
       : { published: 0, rejected: [], invalid: [] };
   if (published > 0) ctx.metrics.count('LifecycleEventsPublished', published);
   dropEvents(ctx, invalid, 'EventBridge refused them as invalid');
-  const now = ctx.base.clock.now().getTime();
+  const now = ctx.syncDeps.clock.now().getTime();
   const tooOld = rejected.filter(
     (event) => now - Date.parse(event.detail.occurredAt) > maxEventAgeSeconds * 1000,
   );

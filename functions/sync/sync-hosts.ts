@@ -4,7 +4,8 @@ import { errorKind, errorMessage, InvariantError, NotFoundError } from '../core/
 import { events } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { isBeingDeleted, serviceReference } from '../core/objects';
-import { hostsForService, type SyncDependencies } from './dependencies';
+import { type SyncDependencies } from './dependencies';
+import { hostsForService } from './host-selection';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import { providerStateOf, type UpdateOptions, type UpdateResult } from './ports';

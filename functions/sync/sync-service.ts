@@ -27,7 +27,8 @@ import {
 import { validateLoadBalancerService } from '../core/service-validation';
 import { sameSnapshot, serviceSnapshot } from '../core/snapshot';
 import { loadBalancerStatusEqual } from '../core/status';
-import { hostsForService, type SyncDependencies } from './dependencies';
+import { type SyncDependencies } from './dependencies';
+import { hostsForService } from './host-selection';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import {

@@ -186,7 +186,7 @@ export function createRuntime(
     log,
     metrics,
     newOwner: () => `${instance}-${++passes}`,
-    base: {
+    syncDeps: {
       kube: new HttpKubernetesApi(connect),
       provider,
       events: new KubeEventRecorder(connect, clock, (error, event) =>

@@ -50,11 +50,11 @@ it(
     // its read of the Service hangs until the test lets it fail.
     let kill: (error: Error) => void = () => undefined;
     const hung = new Promise<never>((_, reject) => (kill = reject));
-    const kube: KubernetesApi = world.runtime.base.kube;
+    const kube: KubernetesApi = world.runtime.syncDeps.kube;
     const dying: RuntimeContext = {
       ...world.runtime,
-      base: {
-        ...world.runtime.base,
+      syncDeps: {
+        ...world.runtime.syncDeps,
         kube: {
           getService: (namespace, name) =>
             name === 'doomed' ? hung : kube.getService(namespace, name),

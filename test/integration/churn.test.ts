@@ -70,14 +70,14 @@ function instrumented(
     deadLetter: (body, problem) => runtime.queue.deadLetter(body, problem),
     acknowledge: (receipts) => runtime.queue.acknowledge(receipts),
   };
-  const provider = runtime.base.provider;
-  const kube = runtime.base.kube;
+  const provider = runtime.syncDeps.provider;
+  const kube = runtime.syncDeps.kube;
   return {
     ...runtime,
     metrics,
     queue,
-    base: {
-      ...runtime.base,
+    syncDeps: {
+      ...runtime.syncDeps,
       provider: {
         fingerprint: provider.fingerprint,
         getLoadBalancerName: (s) => provider.getLoadBalancerName(s),
@@ -202,7 +202,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
             made++;
             await changeTagDuringPass(ctx, `v=${made}`);
           }
-          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+          return world.runtime.syncDeps.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
@@ -242,7 +242,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
             await changeTagDuringPass(ctx, `v=${made}`);
             throw new RetryableError('ELBv2 is throttling');
           }
-          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+          return world.runtime.syncDeps.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
@@ -281,7 +281,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
       provider: {
         ensureLoadBalancer: (service, hosts, state) => {
           if (failures-- > 0) return Promise.reject(new RetryableError('Throttling'));
-          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+          return world.runtime.syncDeps.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
@@ -302,7 +302,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
       provider: {
         ensureLoadBalancer: (service, hosts, state) => {
           if (failures-- > 0) return Promise.reject(new InvariantError('a bug'));
-          return world.runtime.base.provider.ensureLoadBalancer(service, hosts, state);
+          return world.runtime.syncDeps.provider.ensureLoadBalancer(service, hosts, state);
         },
       },
     });
@@ -332,7 +332,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
       kube: {
         listNodes: async () => {
           timeline.entries.push('list nodes');
-          const nodes = await world.runtime.base.kube.listNodes();
+          const nodes = await world.runtime.syncDeps.kube.listNodes();
           if (made < changes) {
             const host = extra[made]!;
             made++;

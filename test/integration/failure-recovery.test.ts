@@ -172,10 +172,10 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     await world.addNode();
     // A run whose Node list took longer than the registration deadline (a slow API server).
     let offset = 0;
-    const base = world.runtime.base;
+    const base = world.runtime.syncDeps;
     const ctx: RuntimeContext = {
       ...world.runtime,
-      base: {
+      syncDeps: {
         ...base,
         clock: { now: () => new Date(Date.now() + offset) },
         kube: {

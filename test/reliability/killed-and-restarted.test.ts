@@ -113,7 +113,7 @@ async function killAndRestart(phase: Phase, k: number): Promise<Run> {
       const found = await inventory(world.aws);
       leaked = found.loadBalancers.length + found.targetGroups.length + found.securityGroups.length;
       if (leaked > 0) problems.push(`left over: ${JSON.stringify(found)}`);
-      if ((await world.runtime.base.kube.getService('default', 'web')) !== undefined)
+      if ((await world.runtime.syncDeps.kube.getService('default', 'web')) !== undefined)
         problems.push('the Service is still there (finalizer kept)');
       if ((await world.runtime.store.getService(key)) !== undefined)
         problems.push('the state record is still there');
