@@ -76,6 +76,91 @@ const useCaseBoundary = pureBoundary(
   'functions/sync imports only functions/core and functions/sync.',
 );
 
+
+/**
+ * Size limits (docs/design.md §1): a file over 500 lines or a function over 100 usually does two
+ * jobs. Warnings, which `--max-warnings 0` makes blocking; each exception below says why it stays.
+ */
+const sizeLimits = {
+  files: ['functions/**/*.ts', 'infra/**/*.ts', 'scripts/**/*.ts', 'kit/**/*.ts', 'bench/**/*.ts'],
+  rules: {
+    'max-lines': ['warn', { max: 500, skipBlankLines: true, skipComments: true }],
+    'max-lines-per-function': ['warn', { max: 100, skipBlankLines: true, skipComments: true }],
+  },
+};
+
+/** @type {{ files: string[], rule: 'max-lines' | 'max-lines-per-function', why: string }[]} */
+const sizeExceptions = [
+  // Still to split (issue 34): each has a seam named in the issue.
+  {
+    files: ['functions/nlb/execute.ts'],
+    rule: 'max-lines',
+    why: 'to split: one executor per resource, as ALBC has one synthesizer per resource',
+  },
+  {
+    files: ['functions/nlb/execute.ts'],
+    rule: 'max-lines-per-function',
+    why: 'to split: the switch over 24 step kinds goes with the executors',
+  },
+  {
+    files: ['functions/nlb/model/annotations.ts'],
+    rule: 'max-lines',
+    why: 'to split: the registry apart from the value parsers',
+  },
+  {
+    files: ['functions/nlb/nlb-provider.ts', 'infra/service-controller.ts'],
+    rule: 'max-lines',
+    why: 'to split: the provider by operation; the construct by the helpers its constructor calls',
+  },
+  {
+    files: ['functions/nlb/nlb-provider.ts', 'infra/service-controller.ts', 'infra/monitoring.ts'],
+    rule: 'max-lines-per-function',
+    why: 'to split: ensureLoadBalancer, and constructors whose logical IDs a test pins',
+  },
+  {
+    files: ['bench/report.ts', 'bench/scenarios/propagation.ts'],
+    rule: 'max-lines',
+    why: 'to split: each section renderer beside its scenario',
+  },
+  // Kept: one sequence read top to bottom, whose parts would only pass the same state around.
+  {
+    files: [
+      'functions/nlb/observe.ts',
+      'functions/nlb/model/plan.ts',
+      'functions/nlb/model/desired.ts',
+      'functions/runtime/key-passes.ts',
+      'functions/runtime/work-batch.ts',
+      'functions/sync/sync-hosts.ts',
+      'functions/wiring/wiring.ts',
+      'functions/kube/connect.ts',
+      'infra/controller-permissions.ts',
+    ],
+    rule: 'max-lines-per-function',
+    why: 'one ordered sequence (reads, a plan, a lease loop, the wiring, a policy document) whose steps share its locals',
+  },
+  {
+    files: ['functions/local/commands.ts', 'infra/smoke-aws.ts'],
+    rule: 'max-lines-per-function',
+    why: 'a command-line dispatch: one case per command',
+  },
+  {
+    files: ['functions/local/fake-kube/server.ts', 'bench/sim/fake-runtime.ts'],
+    rule: 'max-lines',
+    why: 'a fake of one remote API, kept whole so its semantics read in one place',
+  },
+  {
+    files: [
+      'bench/scenarios/propagation.ts',
+      'bench/scenarios/throughput.ts',
+      'bench/scenarios/forwarder-oversized.ts',
+      'bench/support/aws-meter.ts',
+      'bench/report.ts',
+    ],
+    rule: 'max-lines-per-function',
+    why: 'a benchmark scenario: set-up, run and measurement in order',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', 'coverage/', 'dist/', 'infra/k8s/code/'] },
   js.configs.recommended,
@@ -100,5 +185,7 @@ export default tseslint.config(
   coreBoundary,
   useCaseBoundary,
   awsModelBoundary,
+  sizeLimits,
+  ...sizeExceptions.map(({ files, rule }) => ({ files, rules: { [rule]: 'off' } })),
   prettier,
 );

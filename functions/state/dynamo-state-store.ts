@@ -6,7 +6,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { BusyError, InvariantError, TerminalError } from '../core/errors';
+import { BusyError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
 import type { LifecycleEvent } from '../contract/lifecycle-events';
@@ -24,17 +24,11 @@ import type {
 } from '../runtime/ports';
 import { HostSetItems } from './host-set-items';
 import { PendingEventItems } from './pending-event-items';
-import { decodeRecord, encodeRecord } from './record-codec';
 import { RunBookkeeping } from './run-bookkeeping';
+import { parseRecord, storedRecordAttributes } from './record-item';
+import { listServiceHosts, listServiceItems } from './service-scans';
 import { retryable, StateTable } from './state-table';
-import {
-  keptPk,
-  leasePk,
-  serviceLeasePk,
-  serviceLeasePrefix,
-  servicePk,
-  servicePrefix,
-} from './table-layout';
+import { keptPk, leasePk, serviceLeasePk, serviceLeasePrefix, servicePk } from './table-layout';
 
 /**
  * Leases and records (the item families are in table-layout.ts).
@@ -71,8 +65,6 @@ import {
  * item whole, which drops the 0.1 lease attributes (its failure count restarts), and a 0.1 item
  * left with no record is deleted when a release finds the Service gone.
  */
-/** A Service's record item, compressed record and copied-out attributes: DynamoDB items hold 400 KB, less `pk` and `ver`. */
-export const maxRecordBytes = 380 * 1024;
 
 /** How long a deleted record's tombstone stays (see the class comment). */
 const tombstoneSeconds = 24 * 60 * 60;
@@ -452,78 +444,12 @@ export class DynamoStateStore implements RuntimeStore {
     }
   }
 
-  async listServiceHosts(): Promise<ServiceHostsState[]> {
-    const result: ServiceHostsState[] = [];
-    // A scan bills every item it reads whatever the filter keeps: the lease items of Services
-    // whose retry is due later come at no extra cost. Past retryAt the retry is overdue (its
-    // message lost, say), and node sync takes the Service again.
-    const failing = new Set<ServiceKey>();
-    for await (const item of this.table.scan(
-      // uid is written with every record, of either release, and removed with it.
-      '(begins_with(pk, :svc) AND attribute_exists(uid)) OR (begins_with(pk, :lease) AND failures > :zero AND retryAt > :now)',
-      {
-        ':svc': servicePrefix,
-        ':lease': serviceLeasePrefix,
-        ':zero': 0,
-        ':now': this.clock.now().getTime(),
-      },
-      'pk, hostsHash, nodeSelector',
-    )) {
-      if (String(item.pk).startsWith(serviceLeasePrefix)) {
-        failing.add(String(item.pk).slice(serviceLeasePrefix.length));
-        continue;
-      }
-      const hash =
-        typeof item.hostsHash === 'string' && item.hostsHash !== '' ? item.hostsHash : undefined;
-      const selector =
-        typeof item.nodeSelector === 'string' && item.nodeSelector !== ''
-          ? item.nodeSelector
-          : undefined;
-      result.push({
-        key: String(item.pk).slice(servicePrefix.length),
-        hostsHash: hash,
-        ...(selector !== undefined ? { nodeSelector: selector } : {}),
-      });
-    }
-    return result.map((service) =>
-      failing.has(service.key) ? { ...service, retryScheduled: true } : service,
-    );
+  listServiceHosts(): Promise<ServiceHostsState[]> {
+    return listServiceHosts(this.table);
   }
 
-  /** Every service item, for the sweep: key, whether a record exists, failures, dirty, lease expiry. */
-  async listServiceItems(): Promise<ServiceItemSummary[]> {
-    // One scan sees both item kinds of a key: the record item says whether there is a record,
-    // the lease item has the lease and failures (a 0.1 record item has both).
-    const records = new Map<ServiceKey, Record<string, unknown>>();
-    const leases = new Map<ServiceKey, Record<string, unknown>>();
-    for await (const item of this.table.scan(
-      'begins_with(pk, :svc) OR begins_with(pk, :lease)',
-      { ':svc': servicePrefix, ':lease': serviceLeasePrefix },
-      'pk, uid, ver, failures, dirty, leaseUntil, failingSince',
-    )) {
-      const pk = String(item.pk);
-      if (pk.startsWith(servicePrefix)) records.set(pk.slice(servicePrefix.length), item);
-      else leases.set(pk.slice(serviceLeasePrefix.length), item);
-    }
-    const items: ServiceItemSummary[] = [];
-    for (const key of new Set([...records.keys(), ...leases.keys()])) {
-      const record = records.get(key);
-      // uid is written with every record and absent from a tombstone.
-      const hasRecord = typeof record?.uid === 'string';
-      const lease = leases.get(key) ?? record;
-      // A tombstone alone is nothing to sweep.
-      if (!hasRecord && leases.get(key) === undefined && typeof record?.ver === 'string') continue;
-      items.push({
-        key,
-        ...(hasRecord ? { uid: String(record?.uid) } : {}),
-        hasRecord,
-        failures: Number(lease?.failures ?? 0),
-        dirty: lease?.dirty === true,
-        ...(typeof lease?.leaseUntil === 'number' ? { leaseUntil: lease.leaseUntil } : {}),
-        ...(typeof lease?.failingSince === 'number' ? { failingSince: lease.failingSince } : {}),
-      });
-    }
-    return items;
+  listServiceItems(): Promise<ServiceItemSummary[]> {
+    return listServiceItems(this.table);
   }
 
   acquireServiceLease(key: ServiceKey, owner: string, ttlSeconds: number): Promise<AcquireResult> {
@@ -701,50 +627,5 @@ export class DynamoStateStore implements RuntimeStore {
       if (!(error instanceof ConditionalCheckFailedException))
         throw retryable(error, 'remove empty item');
     }
-  }
-}
-
-/**
- * The record an item holds. `rec` is what release 0.1 wrote; our writes replace the item whole, so
- * an item with `rec` beside `recz` was written by 0.1 after us (a rollback) and `rec` is newer.
- * 0.1 removes `rec` and `uid` when it deletes a record but leaves `recz`, so `recz` counts only
- * with `uid` beside it.
- */
-/**
- * A record's item attributes, or the TerminalError for a record DynamoDB would refuse on every
- * retry (the item over its size limit): the spec must shrink, so it is the user's to fix.
- */
-function storedRecordAttributes(record: ServiceRecord): Record<string, string | Uint8Array> {
-  const attributes = {
-    recz: encodeRecord(record),
-    uid: record.uid,
-    hostsHash: record.hostsHash ?? '',
-    // Beside the hash, for node sync's scan to compare each Service with the hosts it selects.
-    nodeSelector: record.nodeSelector ?? '',
-  };
-  const bytes = Object.entries(attributes).reduce(
-    (n, [name, value]) =>
-      n + name.length + (typeof value === 'string' ? Buffer.byteLength(value) : value.byteLength),
-    0,
-  );
-  if (bytes > maxRecordBytes) {
-    throw new TerminalError(
-      `the Service's state record would be ${Math.ceil(bytes / 1024)} KiB compressed, over the ${maxRecordBytes / 1024} KiB a state item can hold: use fewer ports, source ranges or load balancer annotations`,
-    );
-  }
-  return attributes;
-}
-
-function parseRecord(item: Record<string, unknown> | undefined): ServiceRecord | undefined {
-  if (typeof item?.rec === 'string') return JSON.parse(item.rec) as ServiceRecord;
-  if (!(item?.recz instanceof Uint8Array) || typeof item.uid !== 'string') return undefined;
-  try {
-    return decodeRecord(item.recz);
-  } catch (error) {
-    // Written by a newer release (rolled back past a format change) or damaged: retrying cannot
-    // help, and guessing could delete what the record names.
-    throw new InvariantError(
-      `state item ${String(item.pk)}: ${error instanceof Error ? error.message : String(error)}`,
-    );
   }
 }
