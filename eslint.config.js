@@ -76,7 +76,6 @@ const useCaseBoundary = pureBoundary(
   'functions/sync imports only functions/core and functions/sync.',
 );
 
-
 /**
  * Size limits (docs/design.md §1): a file over 500 lines or a function over 100 usually does two
  * jobs. Warnings, which `--max-warnings 0` makes blocking; each exception below says why it stays.
