@@ -79,6 +79,7 @@ const useCaseBoundary = pureBoundary(
 /**
  * Size limits (docs/design.md §1): a file over 500 lines or a function over 100 usually does two
  * jobs. Warnings, which `--max-warnings 0` makes blocking; each exception below says why it stays.
+ * @type {import('eslint').Linter.Config}
  */
 const sizeLimits = {
   files: ['functions/**/*.ts', 'infra/**/*.ts', 'scripts/**/*.ts', 'kit/**/*.ts', 'bench/**/*.ts'],
@@ -185,6 +186,9 @@ export default tseslint.config(
   useCaseBoundary,
   awsModelBoundary,
   sizeLimits,
-  ...sizeExceptions.map(({ files, rule }) => ({ files, rules: { [rule]: 'off' } })),
+  ...sizeExceptions.map(
+    ({ files, rule }) =>
+      /** @type {import('eslint').Linter.Config} */ ({ files, rules: { [rule]: 'off' } }),
+  ),
   prettier,
 );
