@@ -14,7 +14,7 @@ import { synthContext, synthesise } from '../support/iam/policy';
 import { canonicalAction } from '../support/iam/reference';
 
 /**
- * Every AWS call the controller's code made in the integration and reliability suites (recorded
+ * Every AWS call the controller's code made in the integration, e2e and reliability suites (recorded
  * by kit/aws-calls.ts with its IAM request context) must be allowed by the policy `cdk
  * synth` writes for the role that makes it. The table of what was evaluated, with the requests
  * that must be denied, is bench/results/iam.md.
@@ -22,7 +22,7 @@ import { canonicalAction } from '../support/iam/reference';
 
 const resultsPath = 'bench/results/iam.md';
 const howToRecord =
-  'This test evaluates the AWS calls the integration and reliability suites record while they run, ' +
+  'This test evaluates the AWS calls the integration, e2e and reliability suites record while they run, ' +
   'in the same Vitest run: `npm run test:iam` (or `npm test`) runs them together.';
 
 interface Row {
@@ -64,7 +64,7 @@ function markdown(rows: readonly Row[], cases: readonly CaseResult[]): string {
     '# IAM: the AWS calls the tests make, against the stack’s policies',
     '',
     'Written by `npm test` (the `iam` Vitest project, `test/iam/recorded-calls.test.ts`) after a ' +
-      'full run of the integration and reliability suites; a partial run prints its table and ' +
+      'full run of the integration, e2e and reliability suites; a partial run prints its table and ' +
       'leaves this file alone.',
     '',
     'Every AWS call the controller’s code makes there is recorded with its IAM request context ' +
@@ -106,7 +106,7 @@ function markdown(rows: readonly Row[], cases: readonly CaseResult[]): string {
   ].join('\n');
 }
 
-describe('every AWS call of the controller in the integration and reliability suites', () => {
+describe('every AWS call of the controller in the integration, e2e and reliability suites', () => {
   it('is allowed by the synthesised policy of the role that makes it', async () => {
     const dir = callLogDirectory();
     if (dir === undefined) expect.fail(`No AWS calls were recorded. ${howToRecord}`);

@@ -19,7 +19,7 @@ import type { Authorization } from './request-context';
  * evaluate against the stack's IAM policies once the suites that make them have run.
  */
 
-/** The directory of this run's log; set by the integration and reliability global setups. */
+/** The directory of this run's log; set by the integration, e2e and reliability global setups. */
 export const callLogVariable = 'SSC_IAM_CALL_LOG';
 
 export const repositoryRoot = fileURLToPath(new URL('../../..', import.meta.url));
@@ -112,7 +112,7 @@ export function markTestFileStarted(dir: string, testPath: string): void {
 
 export interface CallLog {
   readonly calls: RecordedCall[];
-  /** Every test file of the integration and reliability projects ran, unfiltered. */
+  /** Every test file of the integration, e2e and reliability projects ran, unfiltered. */
   readonly complete: boolean;
   readonly missingFiles: readonly string[];
 }
@@ -132,7 +132,7 @@ export function readCallLog(dir: string): CallLog {
         (n) => JSON.parse(readFileSync(join(projectsDir, n), 'utf8')) as ProjectRun,
       )
     : [];
-  const wanted = ['integration', 'reliability'];
+  const wanted = ['integration', 'e2e', 'reliability'];
   const missingFiles = wanted.flatMap((name) => {
     const run = runs.find((r) => r.project === name);
     if (run === undefined) return [`(the ${name} project)`];
