@@ -32,7 +32,8 @@ import {
   translateAwsError,
 } from '../aws/aws-errors';
 import type { NlbClients } from '../aws/clients';
-import { describeChanges, executePlan, registerBatch } from './execute';
+import { describeChanges, executePlan } from './execute';
+import { registerBatch } from './execute-target-groups';
 import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
 import {
   buildDesiredLoadBalancer,

@@ -1,6 +1,6 @@
 import type { IpPermission } from '@aws-sdk/client-ec2';
 import { describe, expect, it } from 'vitest';
-import { permissionsOf } from '../../../functions/nlb/execute';
+import { permissionsOf } from '../../../functions/nlb/execute-security-groups';
 import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import { planChanges } from '../../../functions/nlb/model/plan';
