@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { annotationRegistry } from '../functions/nlb/model/annotations';
 import {
-  annotationRegistry,
   type AnnotationDefinition,
   type Mutability,
-} from '../functions/nlb/model/annotations';
+} from '../functions/nlb/model/annotation-types';
 import { runAsScript } from '../functions/package/run-as-script';
 
 /**

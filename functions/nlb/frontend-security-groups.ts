@@ -7,7 +7,7 @@ import {
 import { joinProblems, quoted } from '../core/echo';
 import { TerminalError } from '../core/errors';
 import { translateAwsError } from '../aws/aws-errors';
-import { awsPrefix } from './model/annotations';
+import { awsPrefix } from './model/annotation-types';
 import {
   foreignOwnership,
   securityGroupViolations,

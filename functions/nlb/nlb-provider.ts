@@ -34,7 +34,8 @@ import {
 import type { NlbClients } from '../aws/clients';
 import { describeChanges, executePlan } from './execute';
 import { registerBatch } from './execute-target-groups';
-import { parseAnnotations, type LoadBalancerOptions } from './model/annotations';
+import { parseAnnotations } from './model/annotations';
+import { type LoadBalancerOptions } from './model/annotation-types';
 import {
   buildDesiredLoadBalancer,
   limits,

@@ -3,7 +3,7 @@ import { stableHash, type JsonValue } from '../core/hash';
 import type { Labels } from '../core/namespace-selector';
 import type { Service } from '../core/objects';
 import type { NamespaceDirectory } from '../sync/ports';
-import type { LoadBalancerOptions } from './model/annotations';
+import type { LoadBalancerOptions } from './model/annotation-types';
 import {
   restrictsSecurityGroups,
   type SecurityGroupPolicy,

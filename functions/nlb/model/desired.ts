@@ -3,7 +3,8 @@ import { InvariantError, TerminalError } from '../../core/errors';
 import type { Host } from '../../core/hosts';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
 import type { Service } from '../../core/objects';
-import { awsPrefix, securityGroupsPerLoadBalancer, type LoadBalancerOptions } from './annotations';
+import { awsPrefix, type LoadBalancerOptions } from './annotation-types';
+import { securityGroupsPerLoadBalancer } from './annotation-values';
 import {
   dualstackListenerProblems,
   ipAddressTypeOf,

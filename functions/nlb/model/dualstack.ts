@@ -1,6 +1,6 @@
 import { joinProblems } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
-import { awsPrefix, type LoadBalancerOptions } from './annotations';
+import { awsPrefix, type LoadBalancerOptions } from './annotation-types';
 import { formatIPv6, ipv6InCidr, parseIPv6 } from './ipv6';
 import {
   peerKind,

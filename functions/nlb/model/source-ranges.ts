@@ -2,7 +2,8 @@ import { joinProblems, quoted } from '../../core/echo';
 import { TerminalError } from '../../core/errors';
 import type { Service } from '../../core/objects';
 import { countProblem, serviceLimits } from '../../core/service-limits';
-import { awsPrefix, parseIPv4, type LoadBalancerOptions } from './annotations';
+import { awsPrefix, type LoadBalancerOptions } from './annotation-types';
+import { parseIPv4 } from './annotation-values';
 import { canonicalIPv6Cidr, hostBitsSet, parseIPv6Cidr } from './ipv6';
 
 export const everywhere = '0.0.0.0/0';

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { annotationRegistry, parseAnnotations } from '../../../functions/nlb/model/annotations';
 import {
-  annotationRegistry,
-  parseAnnotations,
   type LoadBalancerOptions,
   type Mutability,
-} from '../../../functions/nlb/model/annotations';
+} from '../../../functions/nlb/model/annotation-types';
 import { sourceRanges } from '../../../functions/nlb/model/source-ranges';
 import { quoted } from '../../../functions/core/echo';
 import { TerminalError } from '../../../functions/core/errors';

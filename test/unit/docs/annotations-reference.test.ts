@@ -3,11 +3,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import {
-  annotationRegistry,
-  awsPrefix,
-  parseAnnotations,
-} from '../../../functions/nlb/model/annotations';
+import { annotationRegistry, parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { awsPrefix } from '../../../functions/nlb/model/annotation-types';
 import { ownershipTags } from '../../../functions/nlb/model/naming';
 import { labelsDigestKey } from '../../../functions/forwarder/fingerprints';
 import {
