@@ -53,10 +53,28 @@ if (runAsScript(import.meta.url)) {
     } else if (error instanceof MissingPackageError || name === 'MotoMissingError') {
       console.error(message);
     } else {
-      console.error(error instanceof Error ? error.message : String(error));
+      console.error(withCauses(error));
     }
     process.exitCode = 2;
   }
   // Lingering sockets (keep-alive agents, watches) must not hold a finished command open.
   setTimeout(() => process.exit(), 100).unref();
+}
+
+/**
+ * An error's message and its causes': a failed request says only "fetch failed", and the reason
+ * (a refused or reset connection, a timeout) is in its cause.
+ */
+function withCauses(error: unknown): string {
+  const parts: string[] = [];
+  for (let current = error, depth = 0; current !== undefined && depth < 4; depth++) {
+    if (!(current instanceof Error)) {
+      parts.push(typeof current === 'string' ? current : JSON.stringify(current));
+      break;
+    }
+    const code = (current as { code?: unknown }).code;
+    parts.push(typeof code === 'string' ? `${current.message} (${code})` : current.message);
+    current = current.cause;
+  }
+  return parts.join(': ');
 }
