@@ -29,15 +29,6 @@ afterEach(async () => {
   await world.stop();
 });
 
-async function createService() {
-  await world.api.createNamespacedService({
-    namespace: 'default',
-    body: loadBalancerService('web'),
-  });
-  await world.send({ v: 1, kind: 'service', key });
-  await world.drain();
-}
-
 async function recordOf() {
   return world.runtime.store.getService(key);
 }
@@ -69,7 +60,7 @@ async function loadBalancer() {
 
 describe('the serverless runtime end to end (moto + fake API server)', () => {
   it('creates the NLB, adds the finalizer, writes the status hostname and records Events', async () => {
-    await createService();
+    await world.createService();
     const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
     const { lb, listeners } = await loadBalancer();
     expect(service.metadata?.finalizers).toEqual([upstreamFinalizer]);
@@ -84,7 +75,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('updates listeners and target groups when the ports change', async () => {
-    await createService();
+    await world.createService();
     await world.api.patchNamespacedService(
       {
         name: 'web',
@@ -103,7 +94,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('updates targets when a node joins and when one leaves, through node sync and host updates', async () => {
-    await createService();
+    await world.createService();
     const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
@@ -121,7 +112,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('deletes everything and releases the finalizer when the Service is deleted', async () => {
-    await createService();
+    await world.createService();
     await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
     await world.send({ v: 1, kind: 'service', key });
     await world.drain();
@@ -138,7 +129,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('deletes the old NLB and creates a new one when the Service is re-created with the same name', async () => {
-    await createService();
+    await world.createService();
     const before = (await loadBalancer()).state.loadBalancerArn;
     const current = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
     // Someone strips the finalizer and re-creates the Service while the controller is away.
@@ -209,7 +200,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('runs as the functions under the RBAC of infra/k8s: every request of a sync is theirs, and a call outside the ClusterRole is refused', async () => {
-    await createService();
+    await world.createService();
     const functions = world.rbac?.functions;
     expect(functions).toBeDefined();
     const theirs = new Set(
@@ -244,7 +235,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('counts AWS calls by operation in the metrics', async () => {
-    await createService();
+    await world.createService();
     expect(
       world.metrics.get('AwsCalls{awsService=ElasticLoadBalancingV2,operation=CreateLoadBalancer}'),
     ).toBe(1);
@@ -298,7 +289,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('restores a target group deleted by hand on the next sweep', async () => {
-    await createService();
+    await world.createService();
     const { state } = await loadBalancer();
     const group = Object.values(state.targetGroups ?? {})[0]!;
     const listeners = await world.aws.clients.elbv2.send(
@@ -334,7 +325,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a sync after a holder that died mid-change (its lease expired unreleased) checks AWS instead of trusting the checkpoint', async () => {
-    await createService();
+    await world.createService();
     const { state } = await loadBalancer();
     // What a holder that died half-way through changing the listeners leaves behind.
     const listeners = await world.aws.clients.elbv2.send(
@@ -359,7 +350,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a host update on a lease taken over from a dead holder reads the registered targets from AWS and keeps the unverified mark for the next full sync', async () => {
-    await createService();
+    await world.createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
     expect(dead.acquired).toBe(true);
     // A node joins: node sync's host update takes the dead holder's lease. Whatever that holder
@@ -382,7 +373,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a change the dead holder was asked to run (dirty) is run by whoever takes the lease over, even a host update', async () => {
-    await createService();
+    await world.createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', 3);
     expect(dead.acquired).toBe(true);
     // A ports change arrives while the holder lives: the key is marked dirty for it, then the
@@ -410,7 +401,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a full sync that refuses the spec (terminal) on an unverified lease clears the mark with the checkpoint', async () => {
-    await createService();
+    await world.createService();
     const dead = await world.runtime.store.acquire(serviceLeasePk(key), 'dead-worker', -1);
     expect(dead.acquired).toBe(true);
     await world.api.patchNamespacedService(
@@ -434,7 +425,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('a host update that finds the NLB and its target groups deleted by hand has the full sync recreate them, with no UpdateLoadBalancerFailed', async () => {
-    await createService();
+    await world.createService();
     const { state } = await loadBalancer();
     const { DeleteLoadBalancerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
     await world.aws.clients.elbv2.send(
@@ -458,7 +449,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('the sweep counts Services whose syncs have failed for more than 15 minutes (FailingServices)', async () => {
-    await createService();
+    await world.createService();
     await world.api.createNamespacedService({
       namespace: 'default',
       body: loadBalancerService('other'),
@@ -478,7 +469,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('sweeps a healthy Service quietly: reads only, no Event, no Service or state write', async () => {
-    await createService();
+    await world.createService();
     const before = await world.api.listNamespacedEvent({ namespace: 'default' });
     const service = await world.api.readNamespacedService({ name: 'web', namespace: 'default' });
     const item = await world.runtime.store.getItem(servicePk(key));
@@ -505,7 +496,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
   });
 
   it('deletes resources whose Service and state are both gone, after the grace period', async () => {
-    await createService();
+    await world.createService();
     // State lost and the Service gone without the controller noticing.
     await world.api.patchNamespacedService(
       { name: 'web', namespace: 'default', body: { metadata: { finalizers: null } } },

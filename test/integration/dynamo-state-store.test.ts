@@ -14,9 +14,10 @@ import { type Lease } from '../../functions/runtime/ports';
 import { BusyError, InvariantError, RetryableError } from '../../functions/core/errors';
 import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { EligibleHosts } from '../../functions/core/node-sync-plan';
-import type { Clock, ServiceRecord } from '../../functions/sync/ports';
+import type { ServiceRecord } from '../../functions/sync/ports';
 import { AwsCallRecorder } from '../../kit/aws-calls';
 import { MotoAccount } from '../../kit/moto';
+import { ManualClock } from '../../kit/manual-clock';
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
 const ttl = 30;
@@ -24,16 +25,6 @@ const webPk = servicePk('default/web');
 const webLease = serviceLeasePk('default/web');
 
 /** A clock the test moves by hand, so leases expire when the test says so. */
-class ManualClock implements Clock {
-  ms = t0;
-  now(): Date {
-    return new Date(this.ms);
-  }
-  advance(seconds: number): void {
-    this.ms += seconds * 1000;
-  }
-}
-
 const account = new MotoAccount();
 let tables = 0;
 let doc: DynamoDBDocumentClient;
@@ -57,7 +48,7 @@ async function createTable(): Promise<string> {
 beforeEach(async () => {
   tableName = await createTable();
   doc = DynamoDBDocumentClient.from(account.client(DynamoDBClient));
-  clock = new ManualClock();
+  clock = new ManualClock(t0);
   store = new DynamoStateStore(doc, tableName, clock);
 });
 

@@ -4,7 +4,7 @@
  * a pass that reads what it needs afresh.
  */
 import { randomUUID } from 'node:crypto';
-import { ChangeMessageVisibilityCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import {
   DeleteListenerCommand,
   DeleteTargetGroupCommand,
@@ -21,7 +21,6 @@ import { processNodeBatch } from '../../functions/runtime/node-messages';
 import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { runSweep } from '../../functions/runtime/sweep';
-import { loadBalancerService } from '../support/kube-objects';
 import { missFirst } from '../../kit/seeded-random';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
@@ -34,21 +33,6 @@ async function start(overrides: Partial<ControllerConfig> = {}) {
 afterEach(async () => {
   await world.stop();
 });
-
-async function createService(name = 'web') {
-  await world.api.createNamespacedService({
-    namespace: 'default',
-    body: loadBalancerService(name),
-  });
-  await world.send({ v: 1, kind: 'service', key: `default/${name}` });
-  await world.drain();
-}
-
-async function sendToNodeQueue(message: WorkMessage) {
-  await world.sqs.send(
-    new SendMessageCommand({ QueueUrl: world.nodeQueueUrl, MessageBody: JSON.stringify(message) }),
-  );
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -70,7 +54,7 @@ function refusingOneSend(queue: WorkQueue): WorkQueue {
 describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () => {
   it('a host update that failed after one RegisterTargets landed is retried reading the registered targets from AWS: a node that came and went is not left behind', async () => {
     await start();
-    await createService();
+    await world.createService();
     const before = (await targetsOf(world, 'default/web')).map((ids) => [...ids].sort());
     const added = await world.addNode();
     // The first group's registration lands; the second's fails on both of the SDK's attempts.
@@ -81,14 +65,14 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
       probability: 0.5,
       random: missFirst(1),
     });
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
     await world.handleNodesOnce(1);
     const halfDone = await targetsOf(world, 'default/web');
     expect(halfDone.filter((ids) => ids.includes(added.instanceId))).toHaveLength(1);
 
     // The node leaves again before the retry: the host set is back to what the record says.
     world.kube.store.delete('nodes', '', added.name);
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node removed' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node removed' });
     await sleep(world.config.backoffBaseSeconds * 1000);
     await world.drain();
     expect((await targetsOf(world, 'default/web')).map((ids) => [...ids].sort())).toEqual(before);
@@ -97,7 +81,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('a host update that reads targets from AWS (unverified lease) and finds a target group deleted by hand has the full sync recreate it, with no UpdateLoadBalancerFailed', async () => {
     await start();
-    await createService();
+    await world.createService();
     const record = await world.runtime.store.getService('default/web');
     const state = readNlbState(record?.provider);
     const group = Object.values(state.targetGroups ?? {})[0]!;
@@ -113,7 +97,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     // A holder died: the next host update reads what AWS has registered.
     await world.runtime.store.acquire(serviceLeasePk('default/web'), 'dead-worker', -1);
     const added = await world.addNode();
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     expect(world.metrics.get('HostUpdatesFromAws')).toBe(1);
     const groups = await targetsOf(world, 'default/web');
@@ -126,7 +110,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
   it('a host update that keeps failing keeps its backoff: node-sync passes meanwhile neither run it again nor queue more messages for it', async () => {
     // A backoff far longer than the four passes take, however loaded the machine.
     await start({ backoffBaseSeconds: 60 });
-    await createService();
+    await world.createService();
     await world.addNode();
     world.aws.recorder.reset();
     world.aws.recorder.injectFault({
@@ -135,7 +119,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
       code: 'AccessDenied',
     });
     for (let pass = 0; pass < 4; pass++) {
-      await sendToNodeQueue({ v: 1, kind: 'node', reason: `node sync ${pass}` });
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: `node sync ${pass}` });
       await world.handleNodesOnce(1);
     }
     expect(world.aws.recorder.count('RegisterTargets')).toBe(1);
@@ -145,7 +129,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('a failed direct host update whose retry message SQS refused is taken again by node sync once its retry is overdue', async () => {
     await start();
-    await createService();
+    await world.createService();
     const added = await world.addNode();
     world.aws.recorder.injectFault({
       operation: 'RegisterTargets',
@@ -154,13 +138,13 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
       times: 1,
     });
     const ctx: RuntimeContext = { ...world.runtime, queue: refusingOneSend(world.runtime.queue) };
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
     const records = await world.receiveNodes(1);
     expect((await processNodeBatch(records, ctx)).batchItemFailures).toHaveLength(1);
     expect((await world.queueDepth('work')).delayed).toBe(0);
     // The retry was due a backoff step later; nothing brings it but node sync.
     await sleep(world.config.backoffBaseSeconds * 1000 + 500);
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node sync' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node sync' });
     await world.drain();
     for (const ids of await targetsOf(world, 'default/web'))
       expect(ids).toContain(added.instanceId);
@@ -168,7 +152,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('node sync gives its direct host updates one deadline for the whole run: past it, they go to the work queue', async () => {
     await start();
-    await createService();
+    await world.createService();
     await world.addNode();
     // A run whose Node list took longer than the registration deadline (a slow API server).
     let offset = 0;
@@ -192,7 +176,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
         },
       },
     };
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
     const records = await world.receiveNodes(1);
     expect((await processNodeBatch(records, ctx)).batchItemFailures).toEqual([]);
     expect(world.metrics.get('DirectHostUpdates')).toBe(0);
@@ -202,7 +186,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('a sweep resync that finds the key busy comes back as that resync, and checks AWS when it runs', async () => {
     await start();
-    await createService();
+    await world.createService();
     const holder = await world.runtime.store.acquire(serviceLeasePk('default/web'), 'holder', 30);
     if (!holder.acquired) throw new Error('expected the lease');
     await runSweep(world.runtime);
@@ -229,7 +213,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('resync messages come back, not downgraded, when the sweep pass ids cannot be read', async () => {
     await start();
-    await createService();
+    await world.createService();
     const store = world.runtime.store;
     const failing = new Proxy(store, {
       get(target, property, receiver) {
@@ -251,14 +235,14 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
 
   it('a node change folded into a later pass is not dropped when sending that pass fails: the claim is given back and the retry sends it', async () => {
     await start({ nodeSyncMinIntervalSeconds: 30 });
-    await createService();
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'first' });
+    await world.createService();
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'first' });
     await world.handleNodesOnce(1);
     const ctx: RuntimeContext = {
       ...world.runtime,
       nodeQueue: refusingOneSend(world.runtime.nodeQueue),
     };
-    await sendToNodeQueue({ v: 1, kind: 'node', reason: 'second' });
+    await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'second' });
     const records = await world.receiveNodes(1);
     expect((await processNodeBatch(records, ctx)).batchItemFailures).toHaveLength(1);
     expect((await world.runtime.store.getItem(nodeSyncLease))?.coalescedUntil).toBeUndefined();

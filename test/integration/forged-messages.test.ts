@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runSweep } from '../../functions/runtime/sweep';
-import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 /**
@@ -20,15 +19,6 @@ afterEach(async () => {
   await world.stop();
 });
 
-async function createService() {
-  await world.api.createNamespacedService({
-    namespace: 'default',
-    body: loadBalancerService('web'),
-  });
-  await world.send({ v: 1, kind: 'service', key });
-  await world.drain();
-}
-
 const awsReads = () =>
   Object.entries(world.aws.recorder.byOperation())
     .filter(([op]) => /^(ElasticLoadBalancingV2|EC2)\./.test(op))
@@ -39,7 +29,7 @@ const nodeLists = () =>
 
 describe('forged work messages cost little', () => {
   it('a resync the sweep did not send (no pass, or a made-up one) is an ordinary sync: no AWS call', async () => {
-    await createService();
+    await world.createService();
     world.aws.recorder.reset();
     await world.send({ v: 1, kind: 'resync', key });
     await world.drain();
@@ -52,7 +42,7 @@ describe('forged work messages cost little', () => {
   });
 
   it("the sweep's own resync still checks AWS (drift repair), and a copy of it after two more sweeps does not", async () => {
-    await createService();
+    await world.createService();
     world.aws.recorder.reset();
     await runSweep(world.runtime);
     const [sent] = await world.receive(1);
@@ -72,7 +62,7 @@ describe('forged work messages cost little', () => {
   });
 
   it('a flood of node messages right after a pass is folded into one later pass', async () => {
-    await createService();
+    await world.createService();
     await world.send({ v: 1, kind: 'node', reason: 'first' });
     await world.drain();
     const before = nodeLists();

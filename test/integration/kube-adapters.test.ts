@@ -26,7 +26,6 @@ import {
 } from '../../functions/core/errors';
 import { events, type ControllerEvent } from '../../functions/core/events';
 import type { ObjectReference } from '../../functions/core/objects';
-import type { Clock } from '../../functions/sync/ports';
 import { clusterAccess, kubernetesConnector } from '../../functions/kube/connect';
 import { eventSourceComponent, KubeEventRecorder } from '../../functions/kube/event-recorder';
 import { ClusterConnection } from '../../functions/kube/cluster-connection';
@@ -36,18 +35,9 @@ import { HttpKubernetesApi, translateKubeError } from '../../functions/kube/kube
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac } from '../../functions/local/project-rbac';
 import { loadBalancerService } from '../support/kube-objects';
+import { ManualClock } from '../../kit/manual-clock';
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
-
-class ManualClock implements Clock {
-  ms = t0;
-  now(): Date {
-    return new Date(this.ms);
-  }
-  advance(seconds: number): void {
-    this.ms += seconds * 1000;
-  }
-}
 
 let server: FakeKubeApiServer;
 /** The test's own view of the cluster, through client-node. */
@@ -321,7 +311,7 @@ describe('KubeEventRecorder', () => {
   let recorder: KubeEventRecorder;
 
   beforeEach(() => {
-    clock = new ManualClock();
+    clock = new ManualClock(t0);
     errors = [];
     const client = functionsClient(server);
     recorder = new KubeEventRecorder(
@@ -455,7 +445,7 @@ describe("the functions' calls under the project's ClusterRole", () => {
       const errors: unknown[] = [];
       const recorder = new KubeEventRecorder(
         () => Promise.resolve(client),
-        new ManualClock(),
+        new ManualClock(t0),
         (error) => errors.push(error),
       );
       await kube.getService('default', 'web');
@@ -483,7 +473,7 @@ describe("the functions' calls under the project's ClusterRole", () => {
 
 describe('kubernetesConnector', () => {
   const endpoint = inject('awsEndpoint');
-  const clock = new ManualClock();
+  const clock = new ManualClock(t0);
   let dir: string;
 
   beforeEach(() => {

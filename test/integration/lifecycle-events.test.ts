@@ -42,14 +42,6 @@ const types = (events: readonly DeliveredEvent[]) => events.map((e) => e['detail
 const ofType = (events: readonly DeliveredEvent[], type: string) =>
   events.find((e) => e['detail-type'] === type)?.detail;
 
-async function createService(annotations: Record<string, string> = {}) {
-  const body = loadBalancerService('web');
-  body.metadata = { ...body.metadata, annotations };
-  await world.api.createNamespacedService({ namespace: 'default', body });
-  await world.send({ v: 1, kind: 'service', key });
-  await world.drain();
-}
-
 async function patchService(body: object) {
   await world.api.patchNamespacedService({ name: 'web', namespace: 'default', body }, merge);
   await world.send({ v: 1, kind: 'service', key });
@@ -58,7 +50,7 @@ async function patchService(body: object) {
 
 describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', () => {
   it('create: LoadBalancerEnsured with the real NLB', async () => {
-    await createService();
+    await world.createService();
     const events = await delivered();
     expect(types(events)).toEqual(['LoadBalancerEnsured']);
 
@@ -84,7 +76,7 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   });
 
   it('a change of the NLB (other ports): LoadBalancerEnsured again, with the new listeners', async () => {
-    await createService();
+    await world.createService();
     await delivered();
     await patchService({
       spec: { ports: [{ name: 'http', protocol: 'TCP', port: 8080, targetPort: 8080 }] },
@@ -96,7 +88,7 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   });
 
   it('the correlation id of an event is in the log lines of the sync that produced it', async () => {
-    await createService();
+    await world.createService();
     const ensured = ofType(await delivered(), 'LoadBalancerEnsured');
     const lines = world.log.lines.filter((l) => l.fields.correlationId === ensured?.correlationId);
     expect(lines.map((l) => l.message)).toContain('synced');
@@ -104,7 +96,7 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   });
 
   it('host change: NodeSetChanged and LoadBalancerHostsUpdated name the instance added', async () => {
-    await createService();
+    await world.createService();
     await delivered();
     const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
@@ -124,7 +116,7 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   });
 
   it('delete: LoadBalancerDeleted names the NLB that was deleted', async () => {
-    await createService();
+    await world.createService();
     const arn = ofType(await delivered(), 'LoadBalancerEnsured')?.loadBalancerArn;
     await world.api.deleteNamespacedService({ name: 'web', namespace: 'default' });
     await world.send({ v: 1, kind: 'service', key });
@@ -158,14 +150,16 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
   });
 
   it('a terminal failure (an invalid annotation) says so and gives no retry delay', async () => {
-    await createService({ 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'sideways' });
+    await world.createService('web', {
+      'service.beta.kubernetes.io/aws-load-balancer-scheme': 'sideways',
+    });
     const failed = ofType(await delivered(), 'LoadBalancerSyncFailed');
     expect(failed).toMatchObject({ terminal: true });
     expect(failed).not.toHaveProperty('retryInSeconds');
   });
 
   it('a no-op sync, a forced resync of an unchanged NLB and a label-only change publish nothing', async () => {
-    await createService();
+    await world.createService();
     await delivered();
     world.aws.recorder.reset();
     // One at a time: in one batch they would collapse into a single resync.
@@ -182,7 +176,7 @@ describe('lifecycle events on EventBridge (moto: a rule delivers them to SQS)', 
 
   it('events EventBridge rejects for a while are queued, offered again and delivered once each', async () => {
     world.aws.recorder.injectFault({ operation: 'PutEvents', kind: 'server-error', times: 8 });
-    await createService();
+    await world.createService();
     // The sync's publish spends six of the faults (three rounds of two SDK attempts) and queues
     // the event; the re-offer spends the last two and gets through on its second round.
     await world.drain(3);

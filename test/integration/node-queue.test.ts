@@ -1,10 +1,8 @@
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ControllerConfig } from '../../functions/contract/controller-config';
 import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import type { WorkMessage } from '../../functions/contract/work-messages';
-import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 let world: RuntimeWorld;
@@ -17,26 +15,7 @@ afterEach(async () => {
   await world.stop();
 });
 
-async function createService(name: string) {
-  await world.api.createNamespacedService({
-    namespace: 'default',
-    body: loadBalancerService(name),
-  });
-  await world.send({ v: 1, kind: 'service', key: `default/${name}` });
-  await world.drain();
-}
-
 const targetsOfService = (name: string) => targetsOf(world, `default/${name}`);
-
-/** What the forwarder does with a node change: a message on the node queue. */
-async function sendToNodeQueue(message: WorkMessage | string) {
-  await world.sqs.send(
-    new SendMessageCommand({
-      QueueUrl: world.nodeQueueUrl,
-      MessageBody: typeof message === 'string' ? message : JSON.stringify(message),
-    }),
-  );
-}
 
 const nothing = { visible: 0, inFlight: 0, delayed: 0 };
 
@@ -46,10 +25,10 @@ describe(
   () => {
     it('takes a node change to the NLB in one hop: node sync runs the host update itself, nothing on the work queue', async () => {
       await start();
-      await createService('web');
+      await world.createService('web');
       const added = await world.addNode();
       world.aws.recorder.reset();
-      await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
 
       const { records, result } = await world.handleNodesOnce(1);
       expect(records).toHaveLength(1);
@@ -62,13 +41,13 @@ describe(
 
     it('is not held up by a Service backlog on the work queue', async () => {
       await start();
-      await createService('web');
+      await world.createService('web');
       // A burst of creates nobody has consumed yet.
       for (let i = 0; i < 30; i++) {
         await world.send({ v: 1, kind: 'service', key: `burst/svc-${i}` });
       }
       const added = await world.addNode();
-      await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
       await world.handleNodesOnce(1);
       for (const group of await targetsOfService('web')) expect(group).toContain(added.instanceId);
       expect((await world.queueDepth('work')).visible).toBe(30);
@@ -76,10 +55,10 @@ describe(
 
     it('sends host updates to the work queue when the change touches more Services than directHostUpdates', async () => {
       await start({ directHostUpdates: 1 });
-      await createService('one');
-      await createService('two');
+      await world.createService('one');
+      await world.createService('two');
       const added = await world.addNode();
-      await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
       await world.handleNodesOnce(1);
       expect(world.metrics.get('DirectHostUpdates')).toBe(0);
       expect((await world.queueDepth('work')).visible).toBe(2);
@@ -112,8 +91,8 @@ describe(
 
     it('moves a Service message found on the node queue to the work queue, and a malformed one to the dead-letter queue', async () => {
       await start();
-      await sendToNodeQueue({ v: 1, kind: 'service', key: 'default/web' });
-      await sendToNodeQueue('{"not":"ours"}');
+      await world.sendToNodeQueue({ v: 1, kind: 'service', key: 'default/web' });
+      await world.sendToNodeQueue('{"not":"ours"}');
       const records = [...(await world.receiveNodes(1)), ...(await world.receiveNodes(1))];
       expect(records).toHaveLength(2);
       const result = await world.handleNodes(records);
@@ -128,7 +107,7 @@ describe(
 
     it('brings a failed node-sync message back on the node queue after its backoff', async () => {
       await start();
-      await sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
       world.kube.failNextRequests(100, 500, { path: /\/nodes/ });
       const { records, result } = await world.handleNodesOnce(1);
       expect(result.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);

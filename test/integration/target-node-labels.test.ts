@@ -1,7 +1,6 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
-import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -15,14 +14,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await world.stop();
 });
-
-async function createService(name: string, annotations: Record<string, string> = {}) {
-  const body = loadBalancerService(name);
-  body.metadata = { ...body.metadata, annotations };
-  await world.api.createNamespacedService({ namespace: 'default', body });
-  await world.send({ v: 1, kind: 'service', key: `default/${name}` });
-  await world.drain();
-}
 
 const targetsOfService = (name: string) => targetsOf(world, `default/${name}`);
 
@@ -38,8 +29,10 @@ const ids = (...indexes: number[]) => indexes.map((i) => world.aws.hosts[i]!.ins
 describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => {
   it('makes only matching nodes targets, per Service, and moves one node with one RegisterTargets per target group', async () => {
     await labelNode(0, { 'example.com/role': 'ingress' });
-    await createService('all');
-    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    await world.createService('all');
+    await world.createService('picky', {
+      [targetNodeLabelsAnnotation]: 'example.com/role=ingress',
+    });
     expect(await targetsOfService('all')).toEqual([ids(0, 1, 2), ids(0, 1, 2)]);
     expect(await targetsOfService('picky')).toEqual([ids(0), ids(0)]);
 
@@ -74,7 +67,9 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
 
   it('follows a changed selector on the next service sync, before node sync has seen the label', async () => {
     await labelNode(2, { zone: 'b' });
-    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    await world.createService('picky', {
+      [targetNodeLabelsAnnotation]: 'example.com/role=ingress',
+    });
     // No node carries the label yet: the Service has no targets, and says so.
     expect(await targetsOfService('picky')).toEqual([[], []]);
 
@@ -100,7 +95,9 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
 
   it('keeps the last selection when the annotation is broken later: host updates never widen to every node', async () => {
     await labelNode(0, { 'example.com/role': 'ingress' });
-    await createService('picky', { [targetNodeLabelsAnnotation]: 'example.com/role=ingress' });
+    await world.createService('picky', {
+      [targetNodeLabelsAnnotation]: 'example.com/role=ingress',
+    });
     await world.api.patchNamespacedService(
       {
         name: 'picky',
@@ -127,7 +124,7 @@ describe('aws-load-balancer-target-node-labels (moto + fake API server)', () => 
   });
 
   it('refuses an invalid selector with a Warning and creates nothing', async () => {
-    await createService('bad', { [targetNodeLabelsAnnotation]: 'role' });
+    await world.createService('bad', { [targetNodeLabelsAnnotation]: 'role' });
     const events = await world.api.listNamespacedEvent({ namespace: 'default' });
     const warning = events.items.find((e) => e.type === 'Warning');
     expect(warning?.message).toContain(targetNodeLabelsAnnotation);

@@ -1,6 +1,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * The CLI keeps local mode's state (the embedded cluster's kubeconfig and endpoints) under the
+ * temporary directory. Each test file gives its CLI processes one of their own, so files that run
+ * `npm start` at the same time never read each other's cluster; the processes of one file share
+ * it, as a user's terminal windows do.
+ */
+const cliTemporaryDirectory = mkdtempSync(join(tmpdir(), 'ssc-cli-'));
 
 /** How the tests run the CLI as users do: node with tsx, on the sources. */
 export const cliArgs = ['--import', 'tsx', 'functions/local/cli.ts'];
@@ -8,7 +19,7 @@ export const cliArgs = ['--import', 'tsx', 'functions/local/cli.ts'];
 /** A child process with its stdout and stderr gathered as one text. */
 export function startProcess(command: string, args: string[], env: Record<string, string> = {}) {
   const child = spawn(command, args, {
-    env: { ...process.env, ...env },
+    env: { ...process.env, TMPDIR: cliTemporaryDirectory, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -28,6 +28,7 @@ import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { FakeKubeApiServer } from '../../functions/local/fake-kube';
 import { loadProjectRbac, type ProjectRbac } from '../../functions/local/project-rbac';
 import type { InstrumentableClient } from '../../kit/aws-calls';
+import { loadBalancerService } from './kube-objects';
 import { MotoAccount } from '../../kit/moto';
 
 export class RecordingLog implements RuntimeLog {
@@ -79,6 +80,13 @@ export interface RuntimeWorld {
   readonly metrics: RecordingMetrics;
   readonly sqs: SQSClient;
   send(message: WorkMessage | string): Promise<void>;
+  /** Sends to the node queue (the work queue when there is none), as the forwarder does. */
+  sendToNodeQueue(message: WorkMessage | string): Promise<void>;
+  /**
+   * Creates a LoadBalancer Service in `default` (with these annotations), sends its key and
+   * drains both queues: a Service the controller has synced.
+   */
+  createService(name?: string, annotations?: Record<string, string>): Promise<void>;
   /** A Ready Node for `host`, or for a new EC2 instance when none is given. */
   addNode(host?: Host): Promise<Host>;
   receive(waitSeconds?: number): Promise<QueueRecord[]>;
@@ -304,6 +312,21 @@ export async function createRuntimeWorld(
           MessageBody: typeof message === 'string' ? message : JSON.stringify(message),
         }),
       );
+    },
+    sendToNodeQueue: async (message) => {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: nodeQueueUrl ?? queueUrl,
+          MessageBody: typeof message === 'string' ? message : JSON.stringify(message),
+        }),
+      );
+    },
+    createService: async (name = 'web', annotations = {}) => {
+      const body = loadBalancerService(name);
+      if (Object.keys(annotations).length > 0) body.metadata = { ...body.metadata, annotations };
+      await world.api.createNamespacedService({ namespace: 'default', body });
+      await world.send({ v: 1, kind: 'service', key: `default/${name}` });
+      await world.drain();
     },
     receive: (waitSeconds = 0) => receiveFrom(queueUrl, waitSeconds),
     handle: async (records) => {
