@@ -45,9 +45,6 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          // Each file starts the CLI, bundles or an upgrade in processes of its own: two at a time
-          // leave the other workers' files their share of the cores.
-          maxWorkers: Math.min(2, maxWorkers),
           globalSetup: ['test/support/moto-global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,

@@ -31,7 +31,7 @@ export function controllerPermissions(
   const loadBalancers = elb('loadbalancer/net/*');
   const targetGroups = elb('targetgroup/k8s-*');
   const securityGroups = ec2('security-group/*');
-  // Listeners are created with the ownership tags too (functions/nlb/execute.ts).
+  // Listeners are created with the ownership tags too (functions/nlb/execute-listeners.ts).
   const listeners = elb('listener/net/*/*');
   const notOwnershipKeys = { 'aws:TagKeys': Object.values(ownershipTags) };
 

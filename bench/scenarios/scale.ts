@@ -21,6 +21,12 @@ import { hostSetOf, type Host } from '../../functions/core/hosts';
 import type { ServiceRecord } from '../../functions/sync/ports';
 import { makeService } from '../../kit/core-objects';
 import { simulateOurs, type OursRun } from './propagation';
+import {
+  serviceLeasePk,
+  serviceLeasePrefix,
+  servicePk,
+  servicePrefix,
+} from '../../functions/state/table-layout';
 
 export const scaleModel = {
   services: 10_000,
@@ -126,7 +132,7 @@ function recordItem(key: string, ports: number, recordTargets: boolean): Record<
   };
   // Today's item is compressed (record-codec.ts); the "before" layout kept every target, as JSON.
   return {
-    pk: `svc#${key}`,
+    pk: servicePk(key),
     ...(recordTargets ? { rec: JSON.stringify(record) } : { recz: encodeRecord(record) }),
     uid: 'uid-web',
     hostsHash: 'h'.repeat(64),
@@ -181,7 +187,7 @@ class PagingTable {
       bytes += itemBytes(item);
       const pk = String(item.pk);
       // The store's filter: Service record and lease items.
-      if (pk.startsWith('svc#') || pk.startsWith('svclease#')) {
+      if (pk.startsWith(servicePrefix) || pk.startsWith(serviceLeasePrefix)) {
         page.push({ pk, uid: item.uid, ver: item.ver });
       }
       i++;
@@ -214,8 +220,8 @@ export async function scale(): Promise<ScaleResult> {
     const key = `team-${i % 100}/svc-${i}`;
     const item = recordItem(key, m.portsPerService, false);
     table.items.set(String(item.pk), item);
-    table.items.set(`svclease#${key}`, {
-      pk: `svclease#${key}`,
+    table.items.set(serviceLeasePk(key), {
+      pk: serviceLeasePk(key),
       lastPassAt: new Date(0).toISOString(),
       fence: 12,
     });

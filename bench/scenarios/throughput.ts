@@ -40,6 +40,7 @@ import { MotoAccount } from '../../kit/moto';
 import { CallLog, InMemoryLoadBalancerProvider } from '../../kit/in-memory';
 import { AwsMeter, type MeteredCall } from '../support/aws-meter';
 import { percentile, round, sum } from '../support/stats';
+import { serviceLeasePrefix, servicePrefix } from '../../functions/state/table-layout';
 
 export type PhaseName = 'create' | 'update' | 'node added' | 'delete';
 
@@ -411,8 +412,8 @@ export async function throughput(
       }),
     );
 
-    serviceItemBytes = percentile(meter.itemSizes('svc#'), 50);
-    leaseItemBytes = percentile(meter.itemSizes('svclease#'), 50);
+    serviceItemBytes = percentile(meter.itemSizes(servicePrefix), 50);
+    leaseItemBytes = percentile(meter.itemSizes(serviceLeasePrefix), 50);
 
     if (options.createWithoutBudget !== true) {
       // Update: an annotation change (a needsUpdate field) on every Service, until each is synced again.

@@ -137,7 +137,7 @@ export class FakeQueue {
             return {};
           }
           case 'DeleteMessageBatchCommand': {
-            // A batch's messages deleted as their work ends (process-work.ts); latency as above.
+            // A batch's messages deleted as their work ends (work-batch.ts); latency as above.
             const entries = input.Entries as { Id: string; ReceiptHandle: string }[];
             this.stats.deletes++;
             for (const entry of entries) {
@@ -441,6 +441,7 @@ export class FakeStateTable implements RuntimeStore {
   ): FinishResult & { failures?: number } {
     delete item.leaseOwner;
     delete item.leaseUntil;
+    item.dirty = false;
     if (unverified) item.unverified = true;
     else delete item.unverified;
     if (failures === 'reset') item.failures = 0;
@@ -543,7 +544,11 @@ export class FakeStateTable implements RuntimeStore {
   async claimCoalescedPass(untilMs: number): Promise<boolean> {
     await this.call();
     const item = this.item(nodeSyncLeasePk);
-    if (typeof item.coalescedUntil === 'number' && item.coalescedUntil >= this.clock.ms) {
+    // The runtime's clock (calendar ms), as the real store's condition compares it.
+    if (
+      typeof item.coalescedUntil === 'number' &&
+      item.coalescedUntil >= this.clock.now().getTime()
+    ) {
       return false;
     }
     item.coalescedUntil = untilMs;
@@ -602,23 +607,9 @@ export class FakeStateTable implements RuntimeStore {
     await this.call();
   }
 
-  /** One Scan page per MB, as listServiceHosts. */
-  async listServiceItems(): Promise<ServiceItemSummary[]> {
-    await this.call();
-    const result: ServiceItemSummary[] = [];
-    for (const [pk, item] of this.items) {
-      const rec = item.rec as ServiceRecord | undefined;
-      if (rec === undefined || pk !== servicePk(rec.key)) continue;
-      const lease = this.items.get(serviceLeasePk(rec.key));
-      result.push({
-        key: rec.key,
-        uid: rec.uid,
-        hasRecord: true,
-        failures: Number(lease?.failures ?? 0),
-        dirty: lease?.dirty === true,
-      });
-    }
-    return result;
+  // The benchmark runs no sweep: its scan is not modelled.
+  listServiceItems(): Promise<ServiceItemSummary[]> {
+    return Promise.reject(new Error("the benchmark does not model the sweep's scan"));
   }
 
   // The benchmark publishes no lifecycle events: the runtime's event queue is never used.

@@ -132,7 +132,7 @@ export const controllerConfigSchema = z.strictObject({
     backendSecurityGroupId: z.optional(matching(/^sg-[0-9a-f]+$/)),
     defaultScheme: z._default(z.enum(['internal', 'internet-facing']), 'internal'),
     defaultSslPolicy: z._default(nonEmpty, 'ELBSecurityPolicy-TLS13-1-2-2021-06'),
-    /** Refused when reserved or too many (aws/model/tag-rules.ts): they go on every resource. */
+    /** Refused when reserved or too many (nlb/model/tag-rules.ts): they go on every resource. */
     defaultTags: z._default(z.record(z.string(), z.string()).check(allowedTags), {}),
     endpoints,
   }),

@@ -322,7 +322,7 @@ export class NlbProvider implements LoadBalancerProvider {
       kind: 'register' | 'deregister',
       ids: readonly string[],
     ) => {
-      // In batches, as execute.ts registers (a large scale-up in one window would be refused
+      // In batches, as execute-target-groups.ts registers (a large scale-up in one window would be refused
       // whole), recording each batch as it lands so a failure part-way keeps what was done.
       for (let i = 0; i < ids.length; i += registerBatch) {
         const batch = ids.slice(i, i + registerBatch);

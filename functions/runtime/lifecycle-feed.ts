@@ -176,7 +176,7 @@ export function dropEvents(
 
 /**
  * Rejected events are kept in the state table and the queue carries only their ids: the functions
- * alone can write the table, so a forged `event` message publishes nothing (see messages.ts).
+ * alone can write the table, so a forged `event` message publishes nothing (see contract/work-messages.ts).
  */
 async function queueAgain(ctx: RuntimeContext, rejected: readonly LifecycleEvent[]) {
   ctx.metrics.count('LifecycleEventPublishFailures', rejected.length);

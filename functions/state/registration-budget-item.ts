@@ -2,9 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TatItem } from '../aws/registration-budget';
 import type { BudgetWrite, TatUpdate } from '../core/registration-slots';
-
-/** The registration budget's item in the state table (aws/registration-budget.ts books on it). */
-export const registrationBudgetPk = 'budget#elbv2-registration';
+import { registrationBudgetPk } from './table-layout';
 
 /**
  * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, and the

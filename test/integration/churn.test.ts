@@ -12,7 +12,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import { InvariantError, RetryableError } from '../../functions/core/errors';
 import type { WorkQueue } from '../../functions/runtime/ports';
-import { nodeSyncLeasePk as nodeSyncLease } from '../../functions/state/table-layout';
+import {
+  nodeSyncLeasePk as nodeSyncLease,
+  serviceLeasePk,
+} from '../../functions/state/table-layout';
 import type { RuntimeContext } from '../../functions/runtime/context';
 import type { RuntimeMetrics } from '../../functions/runtime/ports';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
@@ -223,7 +226,7 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
     // The busy messages are not acknowledged but wait out the lease they found.
     expect(busy).toHaveLength(changes);
     // Nothing holds the key afterwards.
-    const item = await world.runtime.store.getItem('svclease#default/web');
+    const item = await world.runtime.store.getItem(serviceLeasePk('default/web'));
     expect(item?.leaseOwner).toBeUndefined();
     expect(Number(item?.failures ?? 0)).toBe(0);
   });
@@ -255,16 +258,16 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
       busy: expect.any(Array) as number[],
       requeues: [world.config.backoffBaseSeconds],
     });
-    const item = await world.runtime.store.getItem('svclease#default/web');
+    const item = await world.runtime.store.getItem(serviceLeasePk('default/web'));
     expect(item?.leaseOwner).toBeUndefined();
     expect(Number(item?.failures)).toBe(1);
 
     await new Promise((resolve) => setTimeout(resolve, world.config.backoffBaseSeconds * 1000));
     await drain(ctx);
     expect((await nlbTags()).v).toBe(`${passes}`);
-    expect(Number((await world.runtime.store.getItem('svclease#default/web'))?.failures ?? 0)).toBe(
-      0,
-    );
+    expect(
+      Number((await world.runtime.store.getItem(serviceLeasePk('default/web')))?.failures ?? 0),
+    ).toBe(0);
   });
 
   it('a failed pass comes back as the sync that failed, even when the batch’s first record was a host update', async () => {

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { serviceLeasePk, servicePk } from '../../functions/state/table-layout';
 
 const key = 'default/web';
 let world: RuntimeWorld;
@@ -67,7 +68,9 @@ describe('failures that someone else must fix are retried, counted by class, and
       expect(world.metrics.get('Syncs{outcome=terminal,kind=service}')).toBe(0);
       expect((await warnings()).some((m) => m.includes(code))).toBe(true);
       // The key's failure count was reset by the success.
-      expect(Number((await world.runtime.store.getItem(`svclease#${key}`))?.failures ?? 0)).toBe(0);
+      expect(Number((await world.runtime.store.getItem(serviceLeasePk(key)))?.failures ?? 0)).toBe(
+        0,
+      );
     },
   );
 
@@ -110,7 +113,7 @@ describe('failures that someone else must fix are retried, counted by class, and
     await world.send({ v: 1, kind: 'service', key });
     expect(await untilAcknowledged()).toBe(2);
     expect(world.metrics.get('Syncs{outcome=terminal,kind=service}')).toBe(1);
-    expect(await world.runtime.store.getItem(`svc#${key}`)).toBeUndefined();
+    expect(await world.runtime.store.getItem(servicePk(key))).toBeUndefined();
     expect(await runSweep(world.runtime)).toMatchObject({ resyncs: 0, redriven: 0 });
     expect((await warnings()).filter((m) => m.includes('loadBalancerIP'))).toHaveLength(1);
   });

@@ -11,10 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { serviceLeasePk } from '../../functions/state/table-layout';
 import { readNlbState } from '../../functions/nlb/nlb-state';
 import { TatBudgetStore } from '../../functions/aws/registration-budget';
-import {
-  DynamoTatItem,
-  registrationBudgetPk,
-} from '../../functions/state/registration-budget-item';
+import { DynamoTatItem } from '../../functions/state/registration-budget-item';
+import { registrationBudgetPk } from '../../functions/state/table-layout';
 import {
   latestBookableTat,
   namespaceLanes,

@@ -11,7 +11,7 @@
 import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import { afterEach, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/nlb/nlb-state';
-import { registrationBudgetPk } from '../../functions/state/registration-budget-item';
+import { registrationBudgetPk } from '../../functions/state/table-layout';
 import { namespaceLanes } from '../../functions/core/registration-slots';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
 import { simulateBudgetFairness } from '../../bench/scenarios/propagation';

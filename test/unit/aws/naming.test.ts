@@ -136,6 +136,14 @@ function sha256Hash(parts: readonly (string | number)[]): string {
 describe('the hash in names', () => {
   const svc = makeService({ namespace: 'team-a', name: 'web', uid: 'uid-1' });
 
+  it('hashes the UTF-8 bytes of any text, as node:crypto does (the name of a resource must never change)', () => {
+    // Non-ASCII and long inputs cross the digest's multi-byte and padding-block boundaries.
+    const wide = makeService({ namespace: 'ns', name: 'web', uid: `ü-€-𝄞-${'x'.repeat(120)}` });
+    expect(loadBalancerName('clüster', wide, 'internal')).toBe(
+      `k8s-ns-web-${sha256Hash(['clüster', 'ns', 'web', `ü-€-𝄞-${'x'.repeat(120)}`, 'internal'])}`,
+    );
+  });
+
   it('is SHA-256 of cluster, namespace, name and UID (and port fields), in base 36: about 52 bits', () => {
     expect(loadBalancerName('c1', svc, 'internal')).toBe(
       `k8s-team-a-web-${sha256Hash(['c1', 'team-a', 'web', 'uid-1', 'internal'])}`,
