@@ -4,6 +4,7 @@ import {
   GetResourcesCommand,
   ResourceGroupsTaggingAPIClient,
 } from '@aws-sdk/client-resource-groups-tagging-api';
+import { callerRoleOption } from '../functions/aws/caller-role';
 import { addRateLimits, type NlbClients } from '../functions/aws/clients';
 import type { ProviderSettings } from '../functions/nlb/model/desired';
 import { ownershipTags } from '../functions/nlb/model/naming';
@@ -16,7 +17,15 @@ export const testClusterName = 'test-cluster';
 
 export interface AwsCluster {
   readonly account: MotoAccount;
+  /** The provider's clients, built as the functions build theirs: hand these to controller code. */
   readonly clients: NlbClients;
+  /**
+   * The test's own clients on the same account and call recorder, for what a test reads or does by
+   * hand: their calls are not the controller's, so the IAM recording does not evaluate them.
+   */
+  readonly testClients: Omit<NlbClients, 'tagging'> & {
+    readonly tagging: ResourceGroupsTaggingAPIClient;
+  };
   readonly recorder: AwsCallRecorder;
   readonly settings: ProviderSettings;
   readonly vpcId: string;
@@ -38,10 +47,17 @@ export async function createAwsCluster(
   account: MotoAccount = new MotoAccount(endpoint),
 ): Promise<AwsCluster> {
   const recorder = new AwsCallRecorder();
-  const ec2 = recorder.attach(account.client(EC2Client));
-  const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client));
+  // The provider's clients, built as the functions build theirs; a test's own calls use others.
+  const role = callerRoleOption('functions');
+  const ec2 = recorder.attach(account.client(EC2Client, role));
+  const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client, role));
   addRateLimits(elbv2);
-  const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient));
+  const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient, role));
+  const testClients = {
+    ec2: recorder.attach(account.client(EC2Client)),
+    elbv2: recorder.attach(account.client(ElasticLoadBalancingV2Client)),
+    tagging: recorder.attach(account.client(ResourceGroupsTaggingAPIClient)),
+  };
   const setup = account.client(EC2Client);
 
   const network = await createSimulatedNetwork({ region: testRegion }, testClusterName, setup);
@@ -59,6 +75,7 @@ export async function createAwsCluster(
     account,
     recorder,
     clients: { elbv2, ec2, tagging },
+    testClients,
     settings: {
       clusterName: testClusterName,
       vpcId,

@@ -10,6 +10,8 @@ export interface MotoClientConfig {
   readonly region: string;
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly maxAttempts: number;
+  /** Marks a client the test builds for the controller's code (functions/aws/caller-role.ts). */
+  readonly userAgentAppId?: string;
 }
 
 /**

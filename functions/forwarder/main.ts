@@ -1,5 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SqsWorkQueue } from '../queue/sqs-work-queue';
+import { callerRoleOption } from '../aws/caller-role';
 import { forwarderConfigFromEnvironment } from './config';
 import { Forwarder } from './forwarder';
 import { InClusterConnection } from '../kube/in-cluster';
@@ -20,6 +21,7 @@ const config = forwarderConfigFromEnvironment(process.env);
 const kubeConfig = new InClusterConnection(process.env);
 const sqs = new SQSClient({
   region: config.region,
+  ...callerRoleOption('forwarder'),
   ...(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {}),
 });
 const queue = new SqsWorkQueue(sqs, config.queueUrl);

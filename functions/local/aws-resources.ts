@@ -19,6 +19,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { resendAfterReceives } from '../contract/queue-limits';
+import { callerRoleOption } from '../aws/caller-role';
 
 export interface AwsAccess {
   readonly region: string;
@@ -30,6 +31,7 @@ export interface AwsAccess {
 export function clientConfig(aws: AwsAccess) {
   return {
     region: aws.region,
+    ...callerRoleOption('operator'),
     ...(aws.endpoint ? { endpoint: aws.endpoint } : {}),
     ...(aws.credentials ? { credentials: aws.credentials } : {}),
   };

@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { addRateLimits } from '../aws/clients';
+import { callerRoleOption } from '../aws/caller-role';
 import { DynamoStateStore } from '../state/dynamo-state-store';
 import { EventBridgePublisher } from '../queue/eventbridge-publisher';
 import { NlbProvider } from '../nlb/nlb-provider';
@@ -82,6 +83,7 @@ export function createRuntime(
     region: config.region,
     maxAttempts: options.maxAttempts ?? 5,
     retryMode: 'adaptive' as const,
+    ...callerRoleOption('functions'),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };
   const elbv2 = adapt(

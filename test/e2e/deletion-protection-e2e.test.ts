@@ -24,16 +24,16 @@ afterEach(async () => {
 });
 
 async function loadBalancers(): Promise<number> {
-  const found = await world.aws.clients.elbv2.send(new DescribeLoadBalancersCommand({}));
+  const found = await world.aws.testClients.elbv2.send(new DescribeLoadBalancersCommand({}));
   return found.LoadBalancers?.length ?? 0;
 }
 
 /** Targets registered in every target group of the account's NLBs, by group. */
 async function registeredTargets(): Promise<string[][]> {
-  const groups = await world.aws.clients.elbv2.send(new DescribeTargetGroupsCommand({}));
+  const groups = await world.aws.testClients.elbv2.send(new DescribeTargetGroupsCommand({}));
   const targets: string[][] = [];
   for (const group of groups.TargetGroups ?? []) {
-    const health = await world.aws.clients.elbv2.send(
+    const health = await world.aws.testClients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: group.TargetGroupArn }),
     );
     targets.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? ''));

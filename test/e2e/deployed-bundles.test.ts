@@ -411,7 +411,7 @@ describe('the deployed bundles (issue 17, item 8: every log line is JSON)', () =
     expect(run.outcome.result, logsOf(run)).toEqual({ batchItemFailures: [] });
     expectOnlyJson('ServiceSync', run);
 
-    const elbv2 = world.aws.clients.elbv2;
+    const elbv2 = world.aws.testClients.elbv2;
     const arns = (
       (await elbv2.send(new DescribeLoadBalancersCommand({}))).LoadBalancers ?? []
     ).flatMap((lb) => (lb.LoadBalancerArn ? [lb.LoadBalancerArn] : []));

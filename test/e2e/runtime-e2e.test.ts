@@ -35,7 +35,7 @@ async function recordOf() {
 
 async function loadBalancer() {
   const state = readNlbState((await recordOf())?.provider);
-  const elbv2 = world.aws.clients.elbv2;
+  const elbv2 = world.aws.testClients.elbv2;
   const lb = (
     await elbv2.send(
       new DescribeLoadBalancersCommand({ LoadBalancerArns: [state.loadBalancerArn ?? ''] }),
@@ -292,7 +292,7 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await world.createService();
     const { state } = await loadBalancer();
     const group = Object.values(state.targetGroups ?? {})[0]!;
-    const listeners = await world.aws.clients.elbv2.send(
+    const listeners = await world.aws.testClients.elbv2.send(
       new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
     );
     // AWS refuses to delete a group in use; a person deletes its listener first, then the group.
@@ -300,10 +300,12 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
       (l) => l.DefaultActions?.[0]?.TargetGroupArn === group.arn,
     );
     const { DeleteListenerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
-    await world.aws.clients.elbv2.send(
+    await world.aws.testClients.elbv2.send(
       new DeleteListenerCommand({ ListenerArn: listener?.ListenerArn }),
     );
-    await world.aws.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: group.arn }));
+    await world.aws.testClients.elbv2.send(
+      new DeleteTargetGroupCommand({ TargetGroupArn: group.arn }),
+    );
 
     const report = await runSweep(world.runtime);
     expect(report.resyncs).toBe(1);
@@ -328,11 +330,11 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await world.createService();
     const { state } = await loadBalancer();
     // What a holder that died half-way through changing the listeners leaves behind.
-    const listeners = await world.aws.clients.elbv2.send(
+    const listeners = await world.aws.testClients.elbv2.send(
       new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
     );
     const { DeleteListenerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
-    await world.aws.clients.elbv2.send(
+    await world.aws.testClients.elbv2.send(
       new DeleteListenerCommand({ ListenerArn: listeners.Listeners?.[0]?.ListenerArn }),
     );
     // A clean release vouches for the checkpoint: a message for the same spec touches no AWS.
@@ -428,11 +430,13 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     await world.createService();
     const { state } = await loadBalancer();
     const { DeleteLoadBalancerCommand } = await import('@aws-sdk/client-elastic-load-balancing-v2');
-    await world.aws.clients.elbv2.send(
+    await world.aws.testClients.elbv2.send(
       new DeleteLoadBalancerCommand({ LoadBalancerArn: state.loadBalancerArn }),
     );
     for (const tg of Object.values(state.targetGroups ?? {})) {
-      await world.aws.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: tg.arn }));
+      await world.aws.testClients.elbv2.send(
+        new DeleteTargetGroupCommand({ TargetGroupArn: tg.arn }),
+      );
     }
     const added = await world.addNode();
     await world.send({ v: 1, kind: 'node', reason: 'node added' });

@@ -195,7 +195,7 @@ async function startFromRelease01() {
     if (old !== undefined && created.metadata?.uid !== undefined)
       ids.set(old, created.metadata.uid);
   }
-  const subnets = await world.aws.clients.ec2.send(
+  const subnets = await world.aws.testClients.ec2.send(
     new DescribeSubnetsCommand({ SubnetIds: [...world.aws.subnetIds] }),
   );
   for (const [zone, old] of release01SubnetsByZone(fixture)) {
@@ -230,7 +230,7 @@ async function nlbOf(key: string) {
     (await upgraded.runtime.store.getService(key))?.provider,
   ).loadBalancerArn;
   if (arn === undefined) return undefined;
-  const found = await world.aws.clients.elbv2
+  const found = await world.aws.testClients.elbv2
     .send(new DescribeLoadBalancersCommand({ LoadBalancerArns: [arn] }))
     .catch(() => undefined);
   return found?.LoadBalancers?.[0];
@@ -240,7 +240,7 @@ async function targetsOf(key: string): Promise<string[][]> {
   const state = readNlbState((await upgraded.runtime.store.getService(key))?.provider);
   const result = [];
   for (const group of Object.values(state.targetGroups ?? {})) {
-    const health = await world.aws.clients.elbv2.send(
+    const health = await world.aws.testClients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
     );
     result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());

@@ -125,16 +125,13 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
       const known = problems.get(kind);
       problems.set(kind, { count: (known?.count ?? 0) + 1, example: known?.example ?? example });
     };
-    for (const c of log.calls.filter((c) => c.identity === 'unknown')) {
-      problem(`${c.call}: no repository code on the stack, so whose call it is is unknown`, '');
-    }
     const evaluator = new PolicyEvaluator(synthesise());
     const rows = new Map<string, Row>();
     let evaluated = 0;
     for (const call of made) {
       if (call.problem !== undefined || call.authorizations === undefined) {
         problem(
-          `${call.call} (${call.caller}): no request context`,
+          `${call.call} (${call.testFile}): no request context`,
           call.problem ?? 'no authorizations recorded',
         );
         continue;
@@ -161,7 +158,7 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
         rows.set(key, row);
         if (e.decision !== 'Allowed') {
           problem(
-            `${e.decision}: ${call.identity} ${action} on ${e.resourceType} (${madeBy}, ${call.call} from ${call.caller})`,
+            `${e.decision}: ${call.identity} ${action} on ${e.resourceType} (${madeBy}, ${call.call} from ${call.testFile})`,
             `${a.resource}${a.gone !== undefined ? ` (gone; ${a.gone})` : ''} with ${JSON.stringify(a.context)}`,
           );
         }

@@ -165,7 +165,7 @@ async function changeTagDuringPass(ctx: RuntimeContext, tag: string): Promise<vo
 /** The tags our NLB carries now. */
 async function nlbTags(): Promise<Record<string, string | undefined>> {
   const arn = readNlbState((await world.runtime.store.getService(key))?.provider).loadBalancerArn;
-  const described = await world.aws.clients.elbv2.send(
+  const described = await world.aws.testClients.elbv2.send(
     new DescribeTagsCommand({ ResourceArns: [arn ?? ''] }),
   );
   return Object.fromEntries(

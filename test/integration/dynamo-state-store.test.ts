@@ -18,6 +18,10 @@ import type { ServiceRecord } from '../../functions/sync/ports';
 import { AwsCallRecorder } from '../../kit/aws-calls';
 import { MotoAccount } from '../../kit/moto';
 import { ManualClock } from '../../kit/manual-clock';
+import { callerRoleOption } from '../../functions/aws/caller-role';
+
+/** The store's clients are built as the functions build theirs (their calls are evaluated). */
+const functionsRole = callerRoleOption('functions');
 
 const t0 = Date.parse('2025-03-01T12:00:00.000Z');
 const ttl = 30;
@@ -184,7 +188,7 @@ describe('leases', () => {
   it('releases a holder that saw no record with one write, deleting the lease item', async () => {
     const recorder = new AwsCallRecorder();
     const counted = new DynamoStateStore(
-      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient, functionsRole))),
       tableName,
       clock,
     );
@@ -259,7 +263,7 @@ describe('leases', () => {
   it('makes no delete attempt when releasing an item that still holds a record (a billed write)', async () => {
     const recorder = new AwsCallRecorder();
     const counted = new DynamoStateStore(
-      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient, functionsRole))),
       tableName,
       clock,
     );
@@ -828,7 +832,9 @@ describe('bookkeeping attributes', () => {
 describe('table failures', () => {
   function failingStore(): { recorder: AwsCallRecorder; failing: DynamoStateStore } {
     const recorder = new AwsCallRecorder();
-    const client = recorder.attach(account.client(DynamoDBClient, { maxAttempts: 1 }));
+    const client = recorder.attach(
+      account.client(DynamoDBClient, { maxAttempts: 1, ...functionsRole }),
+    );
     return {
       recorder,
       failing: new DynamoStateStore(DynamoDBDocumentClient.from(client), tableName, clock),
@@ -872,7 +878,7 @@ describe('host set reads', () => {
     const writer = new DynamoStateStore(doc, tableName, clock);
     const recorder = new AwsCallRecorder();
     const reader = new DynamoStateStore(
-      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient))),
+      DynamoDBDocumentClient.from(recorder.attach(account.client(DynamoDBClient, functionsRole))),
       tableName,
       clock,
     );

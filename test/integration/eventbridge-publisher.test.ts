@@ -9,6 +9,7 @@ import {
 import { AwsCallRecorder } from '../../kit/aws-calls';
 import { createEventFeed, type EventFeed } from '../support/event-feed';
 import { MotoAccount } from '../../kit/moto';
+import { callerRoleOption } from '../../functions/aws/caller-role';
 
 const common = {
   schemaVersion: 1 as const,
@@ -63,7 +64,9 @@ beforeEach(async () => {
   const account = new MotoAccount();
   recorder = new AwsCallRecorder();
   // One SDK attempt, so the publisher's own retry is what is tested.
-  client = recorder.attach(account.client(EventBridgeClient, { maxAttempts: 1 }));
+  client = recorder.attach(
+    account.client(EventBridgeClient, { maxAttempts: 1, ...callerRoleOption('functions') }),
+  );
   feed = await createEventFeed(account, 'controller');
 });
 

@@ -85,7 +85,7 @@ describe('recovery after failures part-way (issue 31)', { timeout: 90_000 }, () 
     const record = await world.runtime.store.getService('default/web');
     const state = readNlbState(record?.provider);
     const group = Object.values(state.targetGroups ?? {})[0]!;
-    const elbv2 = world.aws.clients.elbv2;
+    const elbv2 = world.aws.testClients.elbv2;
     const listeners = await elbv2.send(
       new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
     );

@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { callerRoleOption, type CallerRole } from '../../functions/aws/caller-role';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { Forwarder } from '../../functions/forwarder/forwarder';
 import { Publisher } from '../../functions/forwarder/publisher';
@@ -25,12 +26,20 @@ import { loadBalancerService, readyNode } from '../support/kube-objects';
 import { MotoAccount } from '../../kit/moto';
 
 let sqs: SQSClient;
+/** Clients built as the functions (whose resends go through SqsWorkQueue) and the forwarder build theirs. */
+let functionsSqs: SQSClient;
+let forwarderSqs: SQSClient;
 let queueUrl: string;
 let recorder: AwsCallRecorder;
 
 beforeEach(async () => {
   recorder = new AwsCallRecorder();
-  sqs = recorder.attach(new MotoAccount().client(SQSClient, { maxAttempts: 1 }));
+  const account = new MotoAccount();
+  sqs = recorder.attach(account.client(SQSClient, { maxAttempts: 1 }));
+  const as = (role: CallerRole) =>
+    recorder.attach(account.client(SQSClient, { maxAttempts: 1, ...callerRoleOption(role) }));
+  functionsSqs = as('functions');
+  forwarderSqs = as('forwarder');
   queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'work' }))).QueueUrl ?? '';
 });
 
@@ -77,7 +86,7 @@ describe('SqsWorkQueue.send and MessageGroupId (moto: received with MessageSyste
       // A namespace may be called "node": it must not share the node messages' group.
       { v: 1, kind: 'service', key: 'node/web' },
     ];
-    await new SqsWorkQueue(sqs, queueUrl).send(messages);
+    await new SqsWorkQueue(functionsSqs, queueUrl).send(messages);
     const groups = groupsByBody(await receiveAll());
     expect(Object.values(groups)).toHaveLength(messages.length);
     expect(messages.map((m) => groups[JSON.stringify(m)])).toEqual([
@@ -92,7 +101,7 @@ describe('SqsWorkQueue.send and MessageGroupId (moto: received with MessageSyste
   });
 
   it('keeps delays with a group: a delayed message stays invisible, then arrives with its group', async () => {
-    const queue = new SqsWorkQueue(sqs, queueUrl);
+    const queue = new SqsWorkQueue(functionsSqs, queueUrl);
     await queue.send([{ v: 1, kind: 'service', key: 'team-a/later' }], 2);
     await queue.send([{ v: 1, kind: 'service', key: 'team-b/now' }]);
     expect(Object.values(groupsByBody(await receiveAll()))).toEqual(['team-b']);
@@ -120,7 +129,9 @@ describe('SqsWorkQueue.send and MessageGroupId (moto: received with MessageSyste
           }),
         )
       ).QueueUrl ?? '';
-    await new SqsWorkQueue(sqs, redriven).send([{ v: 1, kind: 'service', key: 'team-a/poison' }]);
+    await new SqsWorkQueue(functionsSqs, redriven).send([
+      { v: 1, kind: 'service', key: 'team-a/poison' },
+    ]);
     const receive = () =>
       sqs.send(new ReceiveMessageCommand({ QueueUrl: redriven, MaxNumberOfMessages: 10 }));
     // Received once and not deleted: the next receive finds it over the limit and moves it.
@@ -135,7 +146,7 @@ describe('SqsWorkQueue.send and MessageGroupId (moto: received with MessageSyste
 
 describe("the forwarder's publisher", () => {
   it('sends a quiet namespace in the first batch even behind a burst from another namespace', async () => {
-    const queue = new SqsWorkQueue(sqs, queueUrl);
+    const queue = new SqsWorkQueue(forwarderSqs, queueUrl);
     const batches: WorkMessage[][] = [];
     const publisher = new Publisher(
       async (messages) => {
@@ -174,7 +185,7 @@ describe("the forwarder's publisher", () => {
       kubeConfig: kube.kubeConfig({ as: rbac.forwarder }),
       claim: { loadBalancerClass: 'serverless-service-controller.io/nlb', claimClassless: true },
       nodePolicy: 'stable',
-      send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
+      send: (messages) => new SqsWorkQueue(forwarderSqs, queueUrl).send(messages),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
     });
     try {

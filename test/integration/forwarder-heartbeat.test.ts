@@ -11,6 +11,7 @@ import { Forwarder } from '../../functions/forwarder/forwarder';
 import { AwsCallRecorder } from '../../kit/aws-calls';
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { callerRoleOption } from '../../functions/aws/caller-role';
 
 let world: RuntimeWorld;
 let forwarder: Forwarder | undefined;
@@ -29,7 +30,9 @@ afterEach(async () => {
 });
 
 function startForwarder(heartbeatSeconds: number) {
-  const sqs = recorder.attach(world.account.client(SQSClient, { maxAttempts: 1 }));
+  const sqs = recorder.attach(
+    world.account.client(SQSClient, { maxAttempts: 1, ...callerRoleOption('forwarder') }),
+  );
   const queue = new SqsWorkQueue(sqs, world.config.queueUrl);
   forwarder = new Forwarder({
     // As in the cluster: its ServiceAccount, under the RBAC of infra/k8s.

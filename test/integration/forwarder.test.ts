@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { callerRoleOption } from '../../functions/aws/caller-role';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import { buildForwarder, forwarderBundleLimitBytes } from '../../functions/forwarder/build';
 import { Forwarder } from '../../functions/forwarder/forwarder';
@@ -34,6 +35,8 @@ const rbac = loadProjectRbac();
 let kube: FakeKubeApiServer;
 let api: CoreV1Api;
 let sqs: SQSClient;
+/** The forwarder's own client, built as functions/forwarder/main.ts builds it. */
+let forwarderSqs: SQSClient;
 let queueUrl: string;
 let recorder: AwsCallRecorder;
 let forwarder: Forwarder;
@@ -48,7 +51,7 @@ async function startForwarder(
     kubeConfig: kube.kubeConfig({ as: rbac.forwarder }),
     claim,
     nodePolicy: 'stable',
-    send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
+    send: (messages) => new SqsWorkQueue(forwarderSqs, queueUrl).send(messages),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
     ...options,
   });
@@ -99,7 +102,11 @@ beforeEach(async () => {
   kube = await FakeKubeApiServer.start({ rbac: rbac.authorizer });
   api = kube.kubeConfig().makeApiClient(CoreV1Api);
   recorder = new AwsCallRecorder();
-  sqs = recorder.attach(new MotoAccount().client(SQSClient, { maxAttempts: 1 }));
+  const account = new MotoAccount();
+  sqs = recorder.attach(account.client(SQSClient, { maxAttempts: 1 }));
+  forwarderSqs = recorder.attach(
+    account.client(SQSClient, { maxAttempts: 1, ...callerRoleOption('forwarder') }),
+  );
   queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'work' }))).QueueUrl ?? '';
 });
 
@@ -328,7 +335,7 @@ describe('forwarder', () => {
         kubeConfig: new InClusterConnection(front.env),
         claim,
         nodePolicy: 'stable',
-        send: (messages) => new SqsWorkQueue(sqs, queueUrl).send(messages),
+        send: (messages) => new SqsWorkQueue(forwarderSqs, queueUrl).send(messages),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 200))),
       });
       forwarder.start();

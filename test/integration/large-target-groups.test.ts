@@ -49,7 +49,7 @@ describe('target groups too large to record (moto + fake API server)', () => {
     const groups = Object.values(readNlbState(result.state).targetGroups ?? {});
     expect(groups).toHaveLength(2);
     for (const group of groups) {
-      const health = await world.aws.clients.elbv2.send(
+      const health = await world.aws.testClients.elbv2.send(
         new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
       );
       expect((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id).sort()).toEqual(

@@ -20,6 +20,7 @@ import {
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import {
   CreateQueueCommand,
+  GetQueueUrlCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
@@ -28,6 +29,8 @@ import {
 import { describe, expect, it } from 'vitest';
 import { AwsCallRecorder } from '../../kit/aws-calls';
 import { MotoAccount } from '../../kit/moto';
+import { callerRoleOption } from '../../functions/aws/caller-role';
+import { callLogDirectory, readCallLog } from '../support/iam/call-log';
 
 describe('moto fixture', () => {
   it('serves SQS: create a queue, send and receive a message', async () => {
@@ -123,6 +126,23 @@ describe('AWS call recorder', () => {
     );
     return { recorder, elb };
   }
+
+  it('records each call under the role its client was built for, a plain client’s as the test’s', async () => {
+    const dir = callLogDirectory();
+    if (dir === undefined) return expect.fail('the integration project keeps no IAM call log');
+    const account = new MotoAccount();
+    const recorder = new AwsCallRecorder();
+    const plain = recorder.attach(account.client(SQSClient));
+    const forwarders = recorder.attach(account.client(SQSClient, callerRoleOption('forwarder')));
+    const QueueName = `role-probe-${account.accountId}`;
+    await plain.send(new CreateQueueCommand({ QueueName }));
+    await forwarders.send(new GetQueueUrlCommand({ QueueName }));
+    await plain.send(new GetQueueUrlCommand({ QueueName }));
+    const mine = readCallLog(dir).calls.filter(
+      (c) => c.testFile === 'test/integration/moto-fixture.test.ts' && c.call === 'SQS.GetQueueUrl',
+    );
+    expect(mine.map((c) => c.identity).sort()).toEqual(['forwarder', 'test']);
+  });
 
   it('counts calls per operation and service', async () => {
     const { recorder, elb } = instrumentedElb();

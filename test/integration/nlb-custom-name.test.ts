@@ -20,7 +20,7 @@ const named = (name: string, uid = 'uid-web'): Service =>
   makeService({ uid, annotations: { [nameAnnotation]: name } });
 
 async function loadBalancersNamed(name: string) {
-  const found = await nlbWorld.cluster.clients.elbv2.send(new DescribeLoadBalancersCommand({}));
+  const found = await nlbWorld.cluster.testClients.elbv2.send(new DescribeLoadBalancersCommand({}));
   return (found.LoadBalancers ?? []).filter((lb) => lb.LoadBalancerName === name);
 }
 

@@ -29,7 +29,7 @@ const writes = () =>
   Object.keys(nlbWorld.cluster.recorder.byOperation()).filter((op) => !/\.(Describe|Get)/.test(op));
 
 async function listeners(state: ProviderState) {
-  const found = await nlbWorld.cluster.clients.elbv2.send(
+  const found = await nlbWorld.cluster.testClients.elbv2.send(
     new DescribeListenersCommand({ LoadBalancerArn: readNlbState(state).loadBalancerArn }),
   );
   return (found.Listeners ?? []).sort((a, b) => (a.Port ?? 0) - (b.Port ?? 0));
@@ -38,7 +38,7 @@ async function listeners(state: ProviderState) {
 async function idleTimeouts(state: ProviderState): Promise<Record<number, string | undefined>> {
   const result: Record<number, string | undefined> = {};
   for (const listener of await listeners(state)) {
-    const found = await nlbWorld.cluster.clients.elbv2.send(
+    const found = await nlbWorld.cluster.testClients.elbv2.send(
       new DescribeListenerAttributesCommand({ ListenerArn: listener.ListenerArn }),
     );
     result[listener.Port ?? 0] = found.Attributes?.find(

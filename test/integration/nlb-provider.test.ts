@@ -211,7 +211,7 @@ describe('NlbProvider against moto', () => {
       'tcp:443:10.0.0.0/8',
       'tcp:80:10.0.0.0/8',
     ]);
-    const elbv2 = nlbWorld.cluster.clients.elbv2;
+    const elbv2 = nlbWorld.cluster.testClients.elbv2;
     const tags = await elbv2.send(
       new DescribeTagsCommand({ ResourceArns: [world.lb?.LoadBalancerArn ?? ''] }),
     );
@@ -278,7 +278,7 @@ describe('NlbProvider against moto', () => {
       (await describeAll(state)).listeners.find((l) => l.Port === 443)?.ListenerArn ?? '';
     const certificates = async (state: ProviderState) =>
       (
-        await nlbWorld.cluster.clients.elbv2.send(
+        await nlbWorld.cluster.testClients.elbv2.send(
           new DescribeListenerCertificatesCommand({ ListenerArn: await listenerArn(state) }),
         )
       ).Certificates?.map(
@@ -428,7 +428,7 @@ describe('NlbProvider against moto', () => {
 
   it('refuses to touch a load balancer with our name that someone else owns', async () => {
     const name = nlbWorld.provider.getLoadBalancerName(service());
-    const foreign = await nlbWorld.cluster.clients.elbv2.send(
+    const foreign = await nlbWorld.cluster.testClients.elbv2.send(
       new CreateLoadBalancerCommand({
         Name: name,
         Type: 'network',
@@ -438,7 +438,7 @@ describe('NlbProvider against moto', () => {
     );
     await expect(ensure(service())).rejects.toThrow(TerminalError);
     await expect(ensure(service())).rejects.toThrow(/not owned by this Service/);
-    const still = await nlbWorld.cluster.clients.elbv2.send(
+    const still = await nlbWorld.cluster.testClients.elbv2.send(
       new DescribeLoadBalancersCommand({
         LoadBalancerArns: [foreign.LoadBalancers?.[0]?.LoadBalancerArn ?? ''],
       }),
@@ -448,7 +448,7 @@ describe('NlbProvider against moto', () => {
     await nlbWorld.provider.ensureLoadBalancerDeleted(service(), undefined);
     expect(
       (
-        await nlbWorld.cluster.clients.elbv2.send(
+        await nlbWorld.cluster.testClients.elbv2.send(
           new DescribeLoadBalancersCommand({ Names: [name] }),
         )
       ).LoadBalancers,
@@ -463,7 +463,7 @@ describe('NlbProvider against moto', () => {
     async function leftBehind(tags: (ours: { Key: string; Value: string }[]) => unknown[]) {
       const first = readNlbState((await ensure(service())).state);
       const tg = first.targetGroups?.['80'];
-      const described = await nlbWorld.cluster.clients.elbv2.send(
+      const described = await nlbWorld.cluster.testClients.elbv2.send(
         new DescribeTagsCommand({ ResourceArns: [tg?.arn ?? ''] }),
       );
       const ours = (described.TagDescriptions?.[0]?.Tags ?? []).map((t) => ({
@@ -473,7 +473,7 @@ describe('NlbProvider against moto', () => {
       await nlbWorld.provider.ensureLoadBalancerDeleted(service(), first as ProviderState);
       // The lost attempt used the health check before the Service changed it (AWS then answers
       // DuplicateTargetGroupName instead of handing the group back).
-      const created = await nlbWorld.cluster.clients.elbv2.send(
+      const created = await nlbWorld.cluster.testClients.elbv2.send(
         new CreateTargetGroupCommand({
           Name: tg?.name,
           Protocol: 'TCP',
@@ -501,7 +501,7 @@ describe('NlbProvider against moto', () => {
       await expect(ensure(service({ annotations: interval }))).rejects.toThrow(
         /not owned by this Service/,
       );
-      const still = await nlbWorld.cluster.clients.elbv2.send(
+      const still = await nlbWorld.cluster.testClients.elbv2.send(
         new DescribeTargetGroupsCommand({ TargetGroupArns: [arn] }),
       );
       expect(still.TargetGroups?.[0]?.HealthCheckIntervalSeconds).toBe(30);
@@ -557,7 +557,7 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
   ];
 
   async function targetsOf(arn: string): Promise<string[]> {
-    const health = await nlbWorld.cluster.clients.elbv2.send(
+    const health = await nlbWorld.cluster.testClients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: arn }),
     );
     return (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort();
@@ -565,7 +565,7 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
 
   /** A target group of another cluster, with one target. */
   async function otherClusterGroup(): Promise<string> {
-    const created = await nlbWorld.cluster.clients.elbv2.send(
+    const created = await nlbWorld.cluster.testClients.elbv2.send(
       new CreateTargetGroupCommand({
         Name: 'k8s-other-cluster-group',
         Protocol: 'TCP',
@@ -579,7 +579,7 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
       }),
     );
     const arn = created.TargetGroups?.[0]?.TargetGroupArn ?? '';
-    await nlbWorld.cluster.clients.elbv2.send(
+    await nlbWorld.cluster.testClients.elbv2.send(
       new RegisterTargetsCommand({
         TargetGroupArn: arn,
         Targets: [{ Id: nlbWorld.cluster.hosts[0]!.instanceId }],
@@ -643,7 +643,7 @@ describe('NlbProvider with ARNs in state that another owner holds', () => {
     // Ours is gone (found by its tags), theirs is whole.
     expect(await nlbWorld.cluster.ownedResources()).toEqual(othersLeft);
     expect(await targetsOf(otherCluster)).toEqual([nlbWorld.cluster.hosts[0]!.instanceId]);
-    const lbs = await nlbWorld.cluster.clients.elbv2.send(
+    const lbs = await nlbWorld.cluster.testClients.elbv2.send(
       new DescribeLoadBalancersCommand({ LoadBalancerArns: [theirs.loadBalancerArn ?? ''] }),
     );
     expect(lbs.LoadBalancers).toHaveLength(1);

@@ -219,7 +219,7 @@ async function targetsHave(w: RuntimeWorld, key: string, instanceId: string): Pr
   const groups = Object.values(state.targetGroups ?? {});
   expect(groups.length).toBeGreaterThan(0);
   for (const tg of groups) {
-    const health = await w.aws.clients.elbv2.send(
+    const health = await w.aws.testClients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: tg.arn }),
     );
     const ids = (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id);

@@ -30,7 +30,7 @@ const how =
 
 /** What another owner's resources look like from outside: any write by the tampered sync shows. */
 async function shapeOf(world: RuntimeWorld, state: NlbState, otherClusterGroup: string) {
-  const elbv2 = world.aws.clients.elbv2;
+  const elbv2 = world.aws.testClients.elbv2;
   const groups = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
   const lb = await elbv2.send(
     new DescribeLoadBalancersCommand({ LoadBalancerArns: [state.loadBalancerArn ?? ''] }),
@@ -46,7 +46,7 @@ async function shapeOf(world: RuntimeWorld, state: NlbState, otherClusterGroup: 
     const health = await elbv2.send(new DescribeTargetHealthCommand({ TargetGroupArn: arn }));
     targets[arn] = (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort();
   }
-  const sg = await world.aws.clients.ec2.send(
+  const sg = await world.aws.testClients.ec2.send(
     new DescribeSecurityGroupsCommand({ GroupIds: [state.securityGroupId ?? ''] }),
   );
   return {
@@ -92,7 +92,7 @@ it('foreign resources in state: a tampered Service writes nothing to another own
   const victimState = readNlbState(
     (await world.runtime.store.getService('team-a/victim'))?.provider,
   );
-  const elbv2 = world.aws.clients.elbv2;
+  const elbv2 = world.aws.testClients.elbv2;
   const hosts = world.aws.hosts.map((h) => h.instanceId).sort();
   // Another cluster's target group in the same account, holding one of the nodes.
   const otherCluster = await elbv2.send(

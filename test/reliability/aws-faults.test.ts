@@ -22,6 +22,7 @@ import { inMemoryWorld } from '../../kit/in-memory';
 import { MotoAccount } from '../../kit/moto';
 import { inventory, surplus } from './support/inventory';
 import { recordPending, recordScenario, type ScenarioResult } from './support/summary';
+import { callerRoleOption } from '../../functions/aws/caller-role';
 
 /**
  * What AWS does that moto does not (test/support/aws-fault-model.ts), against the real use case
@@ -62,12 +63,13 @@ type World = ReturnType<typeof inMemoryWorld>;
 
 /** The provider's clients on the account, with the fault model in front of moto. */
 function faultyClients(account: MotoAccount, model: AwsFaultModel): NlbClients {
-  const elbv2 = model.attach(account.client(ElasticLoadBalancingV2Client));
+  const role = callerRoleOption('functions');
+  const elbv2 = model.attach(account.client(ElasticLoadBalancingV2Client, role));
   addRateLimits(elbv2);
   return {
     elbv2,
-    ec2: model.attach(account.client(EC2Client)),
-    tagging: model.attach(account.client(ResourceGroupsTaggingAPIClient)),
+    ec2: model.attach(account.client(EC2Client, role)),
+    tagging: model.attach(account.client(ResourceGroupsTaggingAPIClient, role)),
   };
 }
 

@@ -420,7 +420,7 @@ export async function targetsOf(world: RuntimeWorld, key: string): Promise<strin
   const groups = Object.values(readNlbState(record?.provider).targetGroups ?? {});
   const result: string[][] = [];
   for (const group of groups) {
-    const health = await world.aws.clients.elbv2.send(
+    const health = await world.aws.testClients.elbv2.send(
       new DescribeTargetHealthCommand({ TargetGroupArn: group.arn }),
     );
     result.push((health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort());

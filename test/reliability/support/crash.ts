@@ -10,6 +10,7 @@ import type {
 import { addRateLimits, type NlbClients } from '../../../functions/aws/clients';
 import type { InstrumentableClient } from '../../../kit/aws-calls';
 import type { MotoAccount } from '../../../kit/moto';
+import { callerRoleOption } from '../../../functions/aws/caller-role';
 
 /**
  * NLB clients that "crash" the process after the k-th AWS call: that call reaches AWS (moto) and
@@ -24,12 +25,13 @@ export function crashingClients(
   also: <C extends InstrumentableClient>(client: C) => C = (client) => client,
 ) {
   const crash = crashAfterCalls(crashAfter, also);
-  const elbv2 = crash.instrument(account.client(ElasticLoadBalancingV2Client));
+  const role = callerRoleOption('functions');
+  const elbv2 = crash.instrument(account.client(ElasticLoadBalancingV2Client, role));
   addRateLimits(elbv2);
   const clients: NlbClients = {
     elbv2,
-    ec2: crash.instrument(account.client(EC2Client)),
-    tagging: crash.instrument(account.client(ResourceGroupsTaggingAPIClient)),
+    ec2: crash.instrument(account.client(EC2Client, role)),
+    tagging: crash.instrument(account.client(ResourceGroupsTaggingAPIClient, role)),
   };
   return { clients, crashed: crash.crashed, calls: crash.calls };
 }

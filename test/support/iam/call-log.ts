@@ -24,15 +24,15 @@ export const callLogVariable = 'SSC_IAM_CALL_LOG';
 
 export const repositoryRoot = fileURLToPath(new URL('../../..', import.meta.url));
 
-/** Who makes a call, judged by the code that called the SDK (see recording.ts). */
-export type Identity = 'functions' | 'forwarder' | 'operator' | 'test' | 'unknown';
+/** Who makes a call: the role its client was built for, or the test (see recording.ts). */
+export type Identity = 'functions' | 'forwarder' | 'operator' | 'test';
 
 export interface RecordedCall {
   readonly identity: Identity;
   /** `ElasticLoadBalancingV2.CreateLoadBalancer` */
   readonly call: string;
-  /** The repository file that called the SDK. */
-  readonly caller: string;
+  /** The test file that ran when the call was made, for failure messages. */
+  readonly testFile: string;
   readonly account?: string;
   readonly region?: string;
   /** `ok`, or the error's name. */

@@ -1,5 +1,3 @@
-import { isAbsolute, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   DescribeSecurityGroupsCommand,
   DescribeSubnetsCommand,
@@ -18,12 +16,11 @@ import type {
   BuildHandler,
   BuildHandlerArguments,
   HandlerExecutionContext,
-  InitializeHandler,
-  InitializeHandlerArguments,
   MetadataBearer,
   MiddlewareStack,
 } from '@smithy/types';
-import { appendCall, recordingDirectory, repositoryRoot, type Identity } from './call-log';
+import { callerRoleOfAppId } from '../../../functions/aws/caller-role';
+import { appendCall, recordingDirectory, type Identity } from './call-log';
 import {
   describeCall,
   type AwsState,
@@ -45,32 +42,37 @@ interface Recordable {
 /** moto's account when a request names none. */
 const motoDefaultAccount = '123456789012';
 
-const callerOfCall = new WeakMap<HandlerExecutionContext, { identity: Identity; caller: string }>();
+let testFile = '';
+
+/** The test file whose calls this worker records now (informational: named in failure messages). */
+export function recordCallsOf(file: string): void {
+  testFile = file;
+}
+
+/**
+ * Whose call it is: the role the client was built for (functions/aws/caller-role.ts), as the
+ * controller's code and the tests that stand in for it build their clients. A client without one
+ * is the test's own (setting up a world, creating a foreign load balancer, deleting a listener by
+ * hand): its calls are not the controller's and are not evaluated.
+ */
+async function identityOf(client: Recordable): Promise<Identity> {
+  const appId = (client as { config?: { userAgentAppId?: unknown } }).config?.userAgentAppId;
+  const value: unknown = typeof appId === 'function' ? await (appId as () => unknown)() : appId;
+  return callerRoleOfAppId(value) ?? 'test';
+}
 
 export function addIamRecording(client: Recordable): void {
   const dir = recordingDirectory();
   if (dir === undefined) return;
   client.middlewareStack.add(
-    (next: InitializeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
-      (args: InitializeHandlerArguments<object>) => {
-        // Synchronously inside send(): the stack still holds the code that called it.
-        callerOfCall.set(context, attribute(callStack()));
-        return next(args);
-      },
-    { step: 'initialize', priority: 'high', name: 'iamRecordingCaller' },
-  );
-  client.middlewareStack.add(
     (next: BuildHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
       async (args: BuildHandlerArguments<object>) => {
-        const { identity, caller } = callerOfCall.get(context) ?? {
-          identity: 'unknown' as const,
-          caller: '',
-        };
+        const identity = await identityOf(client);
         const service = (context.clientName ?? 'Unknown').replace(/Client$/, '');
         const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
         const call = `${service}.${operation}`;
         if (identity === 'test' || identity === 'operator') {
-          appendCall(dir, { identity, call, caller });
+          appendCall(dir, { identity, call, testFile });
           return next(args);
         }
         // Runs after the account binding (build step, normal priority) has set its header.
@@ -86,15 +88,15 @@ export function addIamRecording(client: Recordable): void {
             state,
           );
         } catch (error) {
-          appendCall(dir, { identity, call, caller, account, problem: String(error) });
+          appendCall(dir, { identity, call, testFile, account, problem: String(error) });
           return next(args);
         }
         const finish = async (output: unknown, outcome: string) => {
           try {
             const authorizations = await pending.finish(output);
-            appendCall(dir, { identity, call, caller, account, region, outcome, authorizations });
+            appendCall(dir, { identity, call, testFile, account, region, outcome, authorizations });
           } catch (error) {
-            appendCall(dir, { identity, call, caller, account, problem: String(error) });
+            appendCall(dir, { identity, call, testFile, account, problem: String(error) });
           }
         };
         try {
@@ -120,52 +122,6 @@ async function regionOf(client: Recordable): Promise<string> {
 function endpointOf(request: HttpRequest | undefined): string {
   if (request === undefined) throw new Error('no HTTP request to find the endpoint by');
   return `${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ''}`;
-}
-
-function callStack(): string {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 200;
-  const holder: { stack?: string } = {};
-  Error.captureStackTrace(holder);
-  Error.stackTraceLimit = limit;
-  return holder.stack ?? '';
-}
-
-const ownFiles = ['kit/aws-calls.ts', 'test/support/iam/'];
-
-/** The repository files on the stack, innermost first. */
-function repositoryFrames(stack: string): string[] {
-  const frames: string[] = [];
-  for (const line of stack.split('\n')) {
-    const match = /((?:file:\/\/)?\/[^\s()]+?\.[cm]?[jt]sx?):\d+:\d+\)?\s*$/.exec(line);
-    if (match?.[1] === undefined) continue;
-    const path = match[1].startsWith('file://') ? fileURLToPath(match[1]) : match[1];
-    const file = relative(repositoryRoot, path);
-    if (file.startsWith('..') || isAbsolute(file) || file.includes('node_modules')) continue;
-    if (ownFiles.some((own) => file.startsWith(own))) continue;
-    frames.push(file);
-  }
-  return frames;
-}
-
-/**
- * Whose call it is. The tests use the controller's clients for their own work too (creating a
- * foreign load balancer, deleting a listener "by hand"): only calls that the controller's code
- * makes are the functions' (or the forwarder's); what a test or the operator tooling
- * (functions/local) does directly is not theirs to be allowed.
- */
-export function attribute(stack: string): { identity: Identity; caller: string } {
-  const frames = repositoryFrames(stack);
-  const caller = frames[0] ?? '';
-  if (caller === '') return { identity: 'unknown', caller };
-  if (!caller.startsWith('functions/')) return { identity: 'test', caller };
-  if (frames.some((f) => f.startsWith('functions/forwarder/'))) {
-    return { identity: 'forwarder', caller };
-  }
-  if (caller.startsWith('functions/local/')) {
-    return { identity: 'operator', caller };
-  }
-  return { identity: 'functions', caller };
 }
 
 // ---------------------------------------------------------------------------------------------
