@@ -41,7 +41,7 @@ export const folders = {
     imports: [],
   },
   'functions/aws': {
-    role: 'SDK plumbing every adapter shares: client rate limits, the registration budget, AWS error classes',
+    role: 'SDK plumbing every adapter shares: client rate limits, the registration budget, AWS error classes, caller roles',
     imports: ['functions/core'],
   },
   'functions/nlb': {
