@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/longest-first.js';
 
 // Most test files wait (on moto, the fake API server, a child process, a backoff) far more than
 // they compute, so twice as many files run at once as there are cores: on a 2-core machine the
@@ -20,6 +21,7 @@ const recorded = {
 export default defineConfig({
   test: {
     maxWorkers,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         // Pure code and the repository's own rules: no AWS, no synth, no child process.

@@ -127,21 +127,22 @@ describe('AWS call recorder', () => {
     return { recorder, elb };
   }
 
+  // The operator's role: recorded, not evaluated (the stack grants no role to a probe queue).
   it('records each call under the role its client was built for, a plain client’s as the test’s', async () => {
     const dir = callLogDirectory();
     if (dir === undefined) return expect.fail('the integration project keeps no IAM call log');
     const account = new MotoAccount();
     const recorder = new AwsCallRecorder();
     const plain = recorder.attach(account.client(SQSClient));
-    const forwarders = recorder.attach(account.client(SQSClient, callerRoleOption('forwarder')));
+    const operators = recorder.attach(account.client(SQSClient, callerRoleOption('operator')));
     const QueueName = `role-probe-${account.accountId}`;
     await plain.send(new CreateQueueCommand({ QueueName }));
-    await forwarders.send(new GetQueueUrlCommand({ QueueName }));
+    await operators.send(new GetQueueUrlCommand({ QueueName }));
     await plain.send(new GetQueueUrlCommand({ QueueName }));
     const mine = readCallLog(dir).calls.filter(
       (c) => c.testFile === 'test/integration/moto-fixture.test.ts' && c.call === 'SQS.GetQueueUrl',
     );
-    expect(mine.map((c) => c.identity).sort()).toEqual(['forwarder', 'test']);
+    expect(mine.map((c) => c.identity).sort()).toEqual(['operator', 'test']);
   });
 
   it('counts calls per operation and service', async () => {
