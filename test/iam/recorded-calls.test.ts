@@ -10,6 +10,7 @@ import {
   PolicyEvaluator,
   type CaseResult,
 } from '../support/iam/evaluation';
+import { evaluateAll } from '../support/iam/parallel-evaluation';
 import { synthContext, synthesise } from '../support/iam/policy';
 import { canonicalAction } from '../support/iam/reference';
 
@@ -96,7 +97,7 @@ function markdown(rows: readonly Row[], cases: readonly CaseResult[]): string {
     '## Requests that must be denied',
     '',
     'Built like the recorded ones (`test/support/iam/evaluation.ts`, `negativeCases`) and checked ' +
-      'by `test/iam/negative-cases.test.ts`.',
+      'by `test/infra/iam-denied-requests.test.ts`.',
     '',
     table(
       ['case', 'principal', 'evaluated', 'decision'],
@@ -125,7 +126,15 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
       const known = problems.get(kind);
       problems.set(kind, { count: (known?.count ?? 0) + 1, example: known?.example ?? example });
     };
-    const evaluator = new PolicyEvaluator(synthesise());
+    const synthesised = synthesise();
+    const requests = made.flatMap((call) =>
+      (call.authorizations ?? []).map((authorization) => ({
+        principal: call.identity,
+        authorization,
+        deployment: deploymentFor(authorization, call.account ?? '', call.region ?? ''),
+      })),
+    );
+    const evaluationOf = await evaluateAll(synthesised, requests);
     const rows = new Map<string, Row>();
     let evaluated = 0;
     for (const call of made) {
@@ -139,7 +148,7 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
       for (const a of call.authorizations) {
         evaluated++;
         const deployment = deploymentFor(a, call.account ?? '', call.region ?? '');
-        const e = await evaluator.evaluate(call.identity, a, deployment);
+        const e = evaluationOf({ principal: call.identity, authorization: a, deployment });
         const action = await canonicalAction(a.action);
         const madeBy = a.impliedBy === undefined ? 'the call' : `AWS, for ${a.impliedBy}`;
         const gone = a.gone !== undefined;
@@ -165,6 +174,7 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
       }
     }
 
+    const evaluator = new PolicyEvaluator(synthesised);
     const cases = await Promise.all((await negativeCases()).map((c) => evaluateCase(evaluator, c)));
     const sorted = [...rows.values()].sort(
       (a, b) =>

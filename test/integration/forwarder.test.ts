@@ -89,10 +89,16 @@ async function drainQueue(): Promise<string[]> {
   }
 }
 
+/**
+ * How long a step may take on a loaded machine: Vitest's default second is too short for a watch
+ * to be re-opened and re-listed while every core runs other test files.
+ */
+const patience = { timeout: 10_000, interval: 50 };
+
 async function settle() {
-  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0));
+  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0), patience);
   await new Promise((resolve) => setTimeout(resolve, 100));
-  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0));
+  await vi.waitFor(() => expect(forwarder.publisher.depth).toBe(0), patience);
   return drainQueue();
 }
 
@@ -225,7 +231,7 @@ describe('forwarder', () => {
         const lines = await settle();
         expect(lines).toHaveLength(2);
         return lines;
-      }),
+      }, patience),
     ).toEqual(['service default/web', 'service default/web']);
   });
 
@@ -236,7 +242,7 @@ describe('forwarder', () => {
     kube.dropWatches();
     kube.store.delete('services', 'default', 'web');
     kube.compact();
-    await vi.waitFor(async () => expect(await settle()).toHaveLength(2));
+    await vi.waitFor(async () => expect(await settle()).toHaveLength(2), patience);
     expect(received).toEqual(['service default/web', 'service default/web']);
     expect(forwarder.services.size).toBe(0);
   });

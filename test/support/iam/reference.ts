@@ -27,7 +27,7 @@ export interface ResourceType {
  * `elasticloadbalancing`, and iam-data keeps one entry per action name: for an action on both pages
  * it has the classic page's resource types only (AddTags: `loadbalancer`, the classic ARN). The V2
  * page (list_awselasticloadbalancingv2) lists the V2 types for them; these are the ones our calls
- * need. Each entry must still be missing from iam-data (test/iam/condition-keys.test.ts checks), so
+ * need. Each entry must still be missing from iam-data (test/infra/iam-condition-keys.test.ts checks), so
  * the overlay goes when iam-data is fixed.
  */
 export const elbv2ResourceTypes: Readonly<Record<string, readonly string[]>> = {
