@@ -1,41 +1,16 @@
 import { join } from 'node:path';
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
-import {
-  Peer,
-  Port,
-  SecurityGroup,
-  Subnet,
-  Vpc,
-  CfnSecurityGroupEgress,
-  CfnSecurityGroupIngress,
-  type ISecurityGroup,
-  type IVpc,
-} from 'aws-cdk-lib/aws-ec2';
-import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
-import { CfnAccessEntry, CfnPodIdentityAssociation } from 'aws-cdk-lib/aws-eks';
+import { Peer, Port, Subnet, Vpc, type ISecurityGroup, type IVpc } from 'aws-cdk-lib/aws-ec2';
+import { CfnAccessEntry } from 'aws-cdk-lib/aws-eks';
 import { EventBus, Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import {
-  AnyPrincipal,
-  Effect,
-  ManagedPolicy,
-  PolicyStatement,
-  Role,
-  ServicePrincipal,
-  SessionTagsPrincipal,
-  WebIdentityPrincipal,
-} from 'aws-cdk-lib/aws-iam';
+import { Effect, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
-import {
-  AwsCustomResource,
-  AwsCustomResourcePolicy,
-  PhysicalResourceId,
-} from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/contract/queue-limits';
 import { resendAfterReceives } from '../functions/contract/queue-limits';
@@ -44,11 +19,10 @@ import { tenantPolicyWarnings } from '../functions/contract/tenant-policy-config
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
 import { controllerPermissions } from './controller-permissions';
 import { lambdaBundle, lambdaBundleHooks } from './lambda-bundling';
+import { forwarderAccess, forwarderImage as forwarderImageFor } from './forwarder-access';
+import { backendSecurityGroup, closedSecurityGroup } from './backend-security-group';
 import { ControllerMonitoring } from './monitoring';
-import {
-  acknowledgeFunctionRoleWildcards,
-  acknowledgeLookupFunction,
-} from './nag-acknowledgements';
+import { acknowledgeFunctionRoleWildcards } from './nag-acknowledgements';
 import {
   settingsWithClusterDefaults,
   validatedConstructSettings,
@@ -61,10 +35,7 @@ const root = packageRoot();
 
 /** The Kubernetes group the functions' access entry maps to (bound in infra/k8s/controller-rbac.yaml). */
 export const controllerGroup = 'serverless-service-controller';
-/** Where the forwarder runs (infra/k8s). */
-export const forwarderNamespace = 'serverless-service-controller';
-export const forwarderServiceAccount = 'forwarder';
-
+export { forwarderNamespace, forwarderServiceAccount } from './forwarder-access';
 /** How long one sync may run; the key's lease (`leaseSeconds`) outlasts it. */
 const syncTimeout = Duration.seconds(syncTimeoutSeconds);
 /**
@@ -124,49 +95,11 @@ export class ServiceController extends Construct {
       );
     }
 
-    const deadLetters = new Queue(this, 'DeadLetterQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    this.deadLetterQueue = deadLetters;
-    // Retries resend a fresh copy before this (functions/runtime/queue-records.ts), so only a
-    // message that crashes the handler again and again reaches the DLQ this way; messages that
-    // are not ours are moved there by the functions at once.
-    const redrive = { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 };
-    // A standard queue on purpose: a FIFO queue would serialise each message group. SQS runs it
-    // as a fair queue because every send sets a MessageGroupId (functions/contract/work-message-group.ts);
-    // no queue attribute is needed.
-    this.queue = new Queue(this, 'WorkQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      visibilityTimeout: visibilityFor(syncTimeout),
-      retentionPeriod: Duration.days(4),
-      deadLetterQueue: redrive,
-    });
-    // Node changes and the node-sync timer on a queue of their own, consumed by node-sync: a
-    // backlog of Service work never delays a node change reaching the NLBs.
-    this.nodeQueue = new Queue(this, 'NodeQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      visibilityTimeout: visibilityFor(nodeSyncTimeout),
-      retentionPeriod: Duration.days(4),
-      deadLetterQueue: redrive,
-    });
-
-    this.table = new Table(this, 'StateTable', {
-      partitionKey: { name: 'pk', type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: TableEncryption.AWS_MANAGED,
-      // Lifecycle events waiting for EventBridge (`evt#…` items) expire by themselves.
-      timeToLiveAttribute: 'expiresAt',
-      // The table holds the ARNs of live NLBs; losing it with the stack would strand them.
-      removalPolicy: RemovalPolicy.RETAIN,
-      // The same loss by hand (a stray delete-table, a cleanup script): deleting it now takes a
-      // deliberate update-table first (README, Uninstall).
-      deletionProtection: true,
-    });
+    const queues = this.queues();
+    this.deadLetterQueue = queues.deadLetters;
+    this.queue = queues.work;
+    this.nodeQueue = queues.nodes;
+    this.table = this.stateTable();
 
     // Only the VPC's ID is needed (security groups, function placement): the cluster's VPC when
     // one is given, else one imported by ID without a lookup, so the stack synthesises offline.
@@ -177,7 +110,7 @@ export class ServiceController extends Construct {
             vpcId: settings.vpcId,
             availabilityZones: stack.availabilityZones,
           });
-    const backendGroup = this.backendSecurityGroup(vpc, settings);
+    const backendGroup = backendSecurityGroup(this, vpc, settings);
     const functionPlacement = this.functionPlacement(vpc, settings);
     const eventBus = this.lifecycleEventBus(settings);
 
@@ -186,7 +119,7 @@ export class ServiceController extends Construct {
       queueUrl: this.queue.queueUrl,
       nodeQueueUrl: this.nodeQueue.queueUrl,
       tableName: this.table.tableName,
-      deadLetterQueueUrl: deadLetters.queueUrl,
+      deadLetterQueueUrl: this.deadLetterQueue.queueUrl,
       backendSecurityGroupId: backendGroup?.securityGroupId,
       eventBusName: eventBus?.name,
       leaseSeconds,
@@ -200,6 +133,107 @@ export class ServiceController extends Construct {
       description: 'serverless-service-controller service-sync, node-sync and sweep',
     });
     this.functionsRole = functionsRole;
+    this.functions = this.controllerFunctions(
+      settings,
+      functionsRole,
+      environment,
+      functionPlacement,
+    );
+    this.grantFunctions(settings, functionsRole, functionPlacement, eventBus);
+    forwarderAccess(this, settings, { work: this.queue, nodes: this.nodeQueue }, functionsRole);
+    if (settings.kubernetesAllowInsecureConnection) {
+      Annotations.of(this).addWarningV2(
+        'serverless-service-controller:kubernetesAllowInsecureConnection',
+        'kubernetesAllowInsecureConnection: the functions accept a kubeconfig whose server is plain HTTP or whose certificate is not verified; the bearer token can then be read or taken on the way (docs/tenant-safety.md#cluster-credentials)',
+      );
+    }
+
+    const forwarderImage = forwarderImageFor(this, settings);
+    this.monitoring = new ControllerMonitoring(this, 'Monitoring', {
+      clusterName: settings.clusterName,
+      dashboardName:
+        props.dashboardName ?? `${stack.stackName}-${this.node.id}`.replace(/[^A-Za-z0-9_-]/g, '-'),
+      queue: this.queue,
+      nodeQueue: this.nodeQueue,
+      deadLetterQueue: this.deadLetterQueue,
+      functions: this.functions,
+      sweepPeriodMinutes: Math.ceil(settings.sweepPeriodSeconds / 60),
+      nodeBacklogAlarmSeconds:
+        Math.max(settings.nodeSyncPeriodSeconds, visibilityFor(nodeSyncTimeout).toSeconds()) + 60,
+      ...(settings.alarmTopicArn !== undefined ? { alarmTopicArn: settings.alarmTopicArn } : {}),
+    });
+
+    const forwarderConfig = {
+      clusterName: settings.clusterName,
+      region: stack.region,
+      loadBalancerClass: settings.loadBalancerClass,
+      claimClassless: settings.claimClassless,
+      nodePolicy: settings.nodePolicy,
+      queueUrl: this.queue.queueUrl,
+      nodeQueueUrl: this.nodeQueue.queueUrl,
+    };
+    this.forwarderConfig = stack.toJsonString(forwarderConfig);
+    this.outputs(forwarderImage, eventBus);
+  }
+
+  /** The work queue, the node queue and the dead-letter queue they share. */
+  private queues(): { work: Queue; nodes: Queue; deadLetters: Queue } {
+    const deadLetters = new Queue(this, 'DeadLetterQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    // Retries resend a fresh copy before this (functions/runtime/queue-records.ts), so only a
+    // message that crashes the handler again and again reaches the DLQ this way; messages that
+    // are not ours are moved there by the functions at once.
+    const redrive = { queue: deadLetters, maxReceiveCount: resendAfterReceives + 2 };
+    // A standard queue on purpose: a FIFO queue would serialise each message group. SQS runs it
+    // as a fair queue because every send sets a MessageGroupId (functions/contract/work-message-group.ts);
+    // no queue attribute is needed.
+    const work = new Queue(this, 'WorkQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: visibilityFor(syncTimeout),
+      retentionPeriod: Duration.days(4),
+      deadLetterQueue: redrive,
+    });
+    // Node changes and the node-sync timer on a queue of their own, consumed by node-sync: a
+    // backlog of Service work never delays a node change reaching the NLBs.
+    const nodes = new Queue(this, 'NodeQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: visibilityFor(nodeSyncTimeout),
+      retentionPeriod: Duration.days(4),
+      deadLetterQueue: redrive,
+    });
+
+    return { work, nodes, deadLetters };
+  }
+
+  /** The state the upstream controller kept in memory (docs/design.md §3). */
+  private stateTable(): Table {
+    return new Table(this, 'StateTable', {
+      partitionKey: { name: 'pk', type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.AWS_MANAGED,
+      // Lifecycle events waiting for EventBridge (`evt#…` items) expire by themselves.
+      timeToLiveAttribute: 'expiresAt',
+      // The table holds the ARNs of live NLBs; losing it with the stack would strand them.
+      removalPolicy: RemovalPolicy.RETAIN,
+      // The same loss by hand (a stray delete-table, a cleanup script): deleting it now takes a
+      // deliberate update-table first (README, Uninstall).
+      deletionProtection: true,
+    });
+  }
+
+  /** The three functions, their queues' event sources and their schedules. */
+  private controllerFunctions(
+    settings: ControllerSettings,
+    functionsRole: Role,
+    environment: Record<string, string>,
+    functionPlacement: FunctionPlacement | undefined,
+  ): ServiceController['functions'] {
     const serviceSync = this.controllerFunction('ServiceSync', 'service-sync', {
       environment,
       role: functionsRole,
@@ -265,7 +299,17 @@ export class ServiceController extends Construct {
       schedule: Schedule.rate(Duration.minutes(Math.ceil(settings.sweepPeriodSeconds / 60))),
       targets: [new LambdaFunction(sweep, { retryAttempts: 0 })],
     });
+    return { serviceSync, nodeSync, sweep };
+  }
 
+  /** What the functions may do: their queues and table, the bus, AWS, and the cluster. */
+  private grantFunctions(
+    settings: ControllerSettings,
+    functionsRole: Role,
+    functionPlacement: FunctionPlacement | undefined,
+    eventBus: { name: string; bus: IEventBus } | undefined,
+  ): void {
+    const stack = Stack.of(this);
     acknowledgeFunctionRoleWildcards(functionsRole);
     if (functionPlacement !== undefined) {
       // What AWSLambdaVPCAccessExecutionRole grants, which CDK adds only to roles it creates.
@@ -289,7 +333,7 @@ export class ServiceController extends Construct {
     // Node-sync ticks, and node messages an older forwarder still put on the work queue.
     this.nodeQueue.grantSendMessages(functionsRole);
     // Messages that are not ours are parked on the DLQ at once (docs/runtime.md).
-    deadLetters.grantSendMessages(functionsRole);
+    this.deadLetterQueue.grantSendMessages(functionsRole);
     // events:PutEvents on this one bus, nothing else.
     eventBus?.bus.grantPutEventsTo(functionsRole);
     for (const statement of controllerPermissions(stack, settings)) {
@@ -341,76 +385,13 @@ export class ServiceController extends Construct {
         type: 'STANDARD',
       });
     }
+  }
 
-    // Send only: not even GetQueueAttributes, which grantSendMessages would add. Service changes
-    // go to the work queue, Node changes to the node queue.
-    const sendOnly = new PolicyStatement({
-      actions: ['sqs:SendMessage'],
-      resources: [this.queue.queueArn, this.nodeQueue.queueArn],
-    });
-    const forwarderRole = this.forwarderRole(settings);
-    if (forwarderRole !== undefined) {
-      forwarderRole.addToPrincipalPolicy(sendOnly);
-      new CfnOutput(this, 'ForwarderRoleArn', { value: forwarderRole.roleArn });
-    } else {
-      // Outside EKS: a policy to attach to whatever identity the forwarder runs as.
-      const policy = new ManagedPolicy(this, 'ForwarderSendPolicy', {
-        description:
-          'serverless-service-controller forwarder: sqs:SendMessage to the work and node queues',
-        statements: [sendOnly],
-      });
-      new CfnOutput(this, 'ForwarderPolicyArn', { value: policy.managedPolicyArn });
-    }
-    if (settings.restrictQueueSenders) {
-      this.restrictQueueSenders(functionsRole, forwarderRole, settings.queueSenderArns);
-    }
-    if (settings.kubernetesAllowInsecureConnection) {
-      Annotations.of(this).addWarningV2(
-        'serverless-service-controller:kubernetesAllowInsecureConnection',
-        'kubernetesAllowInsecureConnection: the functions accept a kubeconfig whose server is plain HTTP or whose certificate is not verified; the bearer token can then be read or taken on the way (docs/tenant-safety.md#cluster-credentials)',
-      );
-    }
-
-    // By default no image: infra/k8s runs the bundle on a public Node image (no Docker to deploy).
-    let forwarderImage: string | undefined;
-    if (settings.forwarderImageBuild !== 'none') {
-      const image = new DockerImageAsset(this, 'ForwarderImage', {
-        directory: root,
-        file: 'functions/forwarder/Dockerfile',
-        platform:
-          settings.forwarderImageBuild === 'linux/amd64'
-            ? Platform.LINUX_AMD64
-            : Platform.LINUX_ARM64,
-        exclude: ['**', '!package.json', '!package-lock.json', '!tsconfig.json', '!functions/**'],
-      });
-      forwarderImage = image.imageUri;
-    }
-
-    this.functions = { serviceSync, nodeSync, sweep };
-    this.monitoring = new ControllerMonitoring(this, 'Monitoring', {
-      clusterName: settings.clusterName,
-      dashboardName:
-        props.dashboardName ?? `${stack.stackName}-${this.node.id}`.replace(/[^A-Za-z0-9_-]/g, '-'),
-      queue: this.queue,
-      nodeQueue: this.nodeQueue,
-      deadLetterQueue: deadLetters,
-      functions: { serviceSync, nodeSync, sweep },
-      sweepPeriodMinutes: Math.ceil(settings.sweepPeriodSeconds / 60),
-      nodeBacklogAlarmSeconds:
-        Math.max(settings.nodeSyncPeriodSeconds, visibilityFor(nodeSyncTimeout).toSeconds()) + 60,
-      ...(settings.alarmTopicArn !== undefined ? { alarmTopicArn: settings.alarmTopicArn } : {}),
-    });
-
-    const forwarderConfig = {
-      clusterName: settings.clusterName,
-      region: stack.region,
-      loadBalancerClass: settings.loadBalancerClass,
-      claimClassless: settings.claimClassless,
-      nodePolicy: settings.nodePolicy,
-      queueUrl: this.queue.queueUrl,
-      nodeQueueUrl: this.nodeQueue.queueUrl,
-    };
-    this.forwarderConfig = stack.toJsonString(forwarderConfig);
+  /** The stack outputs the forwarder's manifests and the operator tooling read. */
+  private outputs(
+    forwarderImage: string | undefined,
+    eventBus: { name: string; bus: IEventBus } | undefined,
+  ): void {
     new CfnOutput(this, 'ForwarderConfig', {
       description:
         'the forwarder configuration: k8s render (npx serverless-service-controller k8s render --stack-outputs FILE --out DIR) writes it into config/controller.json',
@@ -421,7 +402,7 @@ export class ServiceController extends Construct {
     }
     new CfnOutput(this, 'WorkQueueUrl', { value: this.queue.queueUrl });
     new CfnOutput(this, 'NodeQueueUrl', { value: this.nodeQueue.queueUrl });
-    new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
+    new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
     new CfnOutput(this, 'StateTableName', { value: this.table.tableName });
     if (eventBus !== undefined) {
       new CfnOutput(this, 'LifecycleEventBusName', {
@@ -519,102 +500,13 @@ export class ServiceController extends Construct {
     });
   }
 
-  /**
-   * One security group every NLB carries, allowed on the node security groups for the NodePort
-   * range (and kube-proxy's health port), instead of a rule per Service on the nodes.
-   */
-  private backendSecurityGroup(
-    vpc: IVpc,
-    settings: ControllerSettings,
-  ): ISecurityGroup | undefined {
-    // Without a rule on the nodes every target times out. On EKS the nodes carry the cluster
-    // security group, read at deploy time; elsewhere the settings must name the groups.
-    const nodeGroupIds =
-      settings.nodeSecurityGroupIds.length > 0
-        ? settings.nodeSecurityGroupIds
-        : settings.kubernetesSecretArn === undefined
-          ? [this.eksClusterSecurityGroupId(settings.clusterName)]
-          : [];
-    if (nodeGroupIds.length === 0) return undefined;
-    // A deploy-time cluster name (an eks.Cluster's) is left out: cdk-nag reads only a literal
-    // description. A literal one stays as release 0.1 wrote it, since a new one replaces the group.
-    const group = this.closedSecurityGroup(
-      'BackendSecurityGroup',
-      vpc,
-      Token.isUnresolved(settings.clusterName)
-        ? 'NLBs of serverless-service-controller'
-        : `NLBs of serverless-service-controller for ${settings.clusterName}`,
-    );
-    nodeGroupIds.forEach((nodeGroupId, index) => {
-      new CfnSecurityGroupEgress(this, `NlbToNodes${index}`, {
-        groupId: group.securityGroupId,
-        ipProtocol: '-1',
-        destinationSecurityGroupId: nodeGroupId,
-        description: 'NodePorts and health checks on the nodes',
-      });
-      for (const protocol of ['tcp', 'udp'] as const) {
-        new CfnSecurityGroupIngress(this, `NodePortsFromNlb${index}${protocol}`, {
-          groupId: nodeGroupId,
-          ipProtocol: protocol,
-          fromPort: 30000,
-          toPort: 32767,
-          sourceSecurityGroupId: group.securityGroupId,
-          description: 'NodePorts from serverless-service-controller NLBs',
-        });
-      }
-      new CfnSecurityGroupIngress(this, `HealthFromNlb${index}`, {
-        groupId: nodeGroupId,
-        ipProtocol: 'tcp',
-        fromPort: 10256,
-        toPort: 10256,
-        sourceSecurityGroupId: group.securityGroupId,
-        description: 'kube-proxy health from serverless-service-controller NLBs',
-      });
-    });
-    return group;
-  }
-
-  /** The EKS cluster security group, which every managed node carries, from eks:DescribeCluster at deploy. */
-  private eksClusterSecurityGroupId(clusterName: string): string {
-    const path = 'cluster.resourcesVpcConfig.clusterSecurityGroupId';
-    const lookup = new AwsCustomResource(this, 'ClusterSecurityGroupLookup', {
-      onUpdate: {
-        service: 'EKS',
-        action: 'DescribeCluster',
-        parameters: { name: clusterName },
-        physicalResourceId: PhysicalResourceId.of(`${clusterName}-cluster-security-group`),
-        outputPaths: [path],
-      },
-      policy: AwsCustomResourcePolicy.fromSdkCalls({
-        resources: [
-          Stack.of(this).formatArn({
-            service: 'eks',
-            resource: 'cluster',
-            resourceName: clusterName,
-          }),
-        ],
-      }),
-      installLatestAwsSdk: false,
-    });
-    // CDK keeps the function behind every AwsCustomResource at the stack's top level.
-    const provider = Stack.of(this).node.tryFindChild(
-      `AWS${AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`,
-    );
-    if (provider !== undefined) acknowledgeLookupFunction(provider);
-    return lookup.getResponseField(path);
-  }
-
-  /** A security group with no outbound rule until one is added: egress is granted, not assumed. */
-  private closedSecurityGroup(id: string, vpc: IVpc, description: string): SecurityGroup {
-    return new SecurityGroup(this, id, { vpc, description, allowAllOutbound: false });
-  }
-
   private functionPlacement(
     vpc: IVpc,
     settings: ControllerSettings,
   ): FunctionPlacement | undefined {
     if (settings.functionSubnetIds.length === 0) return undefined;
-    const securityGroup = this.closedSecurityGroup(
+    const securityGroup = closedSecurityGroup(
+      this,
       'FunctionSecurityGroup',
       vpc,
       'serverless-service-controller functions (to the cluster endpoint and AWS APIs)',
@@ -633,67 +525,6 @@ export class ServiceController extends Construct {
       },
       securityGroups: [securityGroup],
     };
-  }
-
-  /**
-   * Only the controller may put messages on its queues: an explicit deny of sqs:SendMessage
-   * (SendMessageBatch included) to every principal but the functions' role, which sends resyncs,
-   * retries and node ticks, the forwarder's role and the given ARNs. An explicit deny wins over
-   * any identity policy in the account, the node role's and `sqs:*` included. The DLQ is left as
-   * it is: only SQS's redrive and the functions put messages there.
-   */
-  private restrictQueueSenders(
-    functionsRole: Role,
-    forwarderRole: Role | undefined,
-    others: readonly string[],
-  ): void {
-    const allowed = [
-      functionsRole.roleArn,
-      ...(forwarderRole !== undefined ? [forwarderRole.roleArn] : []),
-      ...others,
-    ];
-    for (const queue of [this.queue, this.nodeQueue]) {
-      queue.addToResourcePolicy(
-        new PolicyStatement({
-          sid: 'OnlyControllerSends',
-          effect: Effect.DENY,
-          principals: [new AnyPrincipal()],
-          actions: ['sqs:SendMessage'],
-          resources: [queue.queueArn],
-          conditions: { ArnNotLike: { 'aws:PrincipalArn': allowed } },
-        }),
-      );
-    }
-  }
-
-  private forwarderRole(settings: ControllerSettings): Role | undefined {
-    if (settings.forwarderIdentity === 'none') return undefined;
-    if (settings.forwarderIdentity === 'irsa') {
-      if (settings.oidcProviderArn === undefined || settings.oidcIssuer === undefined) {
-        throw new Error('forwarderIdentity=irsa needs oidcProviderArn and oidcIssuer');
-      }
-      const issuer = settings.oidcIssuer.replace(/^https:\/\//, '');
-      return new Role(this, 'ForwarderRole', {
-        description: 'serverless-service-controller forwarder (IRSA): sqs:SendMessage only',
-        assumedBy: new WebIdentityPrincipal(settings.oidcProviderArn, {
-          StringEquals: {
-            [`${issuer}:sub`]: `system:serviceaccount:${forwarderNamespace}:${forwarderServiceAccount}`,
-            [`${issuer}:aud`]: 'sts.amazonaws.com',
-          },
-        }),
-      });
-    }
-    const role = new Role(this, 'ForwarderRole', {
-      description: 'serverless-service-controller forwarder (Pod Identity): sqs:SendMessage only',
-      assumedBy: new SessionTagsPrincipal(new ServicePrincipal('pods.eks.amazonaws.com')),
-    });
-    new CfnPodIdentityAssociation(this, 'ForwarderPodIdentity', {
-      clusterName: settings.clusterName,
-      namespace: forwarderNamespace,
-      serviceAccount: forwarderServiceAccount,
-      roleArn: role.roleArn,
-    });
-    return role;
   }
 }
 
