@@ -126,51 +126,48 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
       const known = problems.get(kind);
       problems.set(kind, { count: (known?.count ?? 0) + 1, example: known?.example ?? example });
     };
-    const synthesised = synthesise();
-    const requests = made.flatMap((call) =>
+    const evaluable = made.filter((call) => {
+      if (call.problem === undefined && call.authorizations !== undefined) return true;
+      problem(
+        `${call.call} (${call.testFile}): no request context`,
+        call.problem ?? 'no authorizations recorded',
+      );
+      return false;
+    });
+    const requests = evaluable.flatMap((call) =>
       (call.authorizations ?? []).map((authorization) => ({
+        call,
         principal: call.identity,
         authorization,
         deployment: deploymentFor(authorization, call.account ?? '', call.region ?? ''),
       })),
     );
-    const evaluationOf = await evaluateAll(synthesised, requests);
+    const synthesised = synthesise();
+    const evaluations = await evaluateAll(synthesised, requests);
     const rows = new Map<string, Row>();
-    let evaluated = 0;
-    for (const call of made) {
-      if (call.problem !== undefined || call.authorizations === undefined) {
+    for (const [i, { call, authorization: a }] of requests.entries()) {
+      const e = evaluations[i]!;
+      const action = await canonicalAction(a.action);
+      const madeBy = a.impliedBy === undefined ? 'the call' : `AWS, for ${a.impliedBy}`;
+      const gone = a.gone !== undefined;
+      const key = [gone, call.identity, action, e.resourceType, madeBy].join('|');
+      const row = rows.get(key) ?? {
+        gone,
+        principal: call.identity,
+        action,
+        resourceType: e.resourceType,
+        madeBy,
+        decisions: new Set<string>(),
+        grantedBy: new Set<string>(),
+      };
+      row.decisions.add(e.decision);
+      for (const g of e.grantedBy) row.grantedBy.add(g);
+      rows.set(key, row);
+      if (e.decision !== 'Allowed') {
         problem(
-          `${call.call} (${call.testFile}): no request context`,
-          call.problem ?? 'no authorizations recorded',
+          `${e.decision}: ${call.identity} ${action} on ${e.resourceType} (${madeBy}, ${call.call} from ${call.testFile})`,
+          `${a.resource}${a.gone !== undefined ? ` (gone; ${a.gone})` : ''} with ${JSON.stringify(a.context)}`,
         );
-        continue;
-      }
-      for (const a of call.authorizations) {
-        evaluated++;
-        const deployment = deploymentFor(a, call.account ?? '', call.region ?? '');
-        const e = evaluationOf({ principal: call.identity, authorization: a, deployment });
-        const action = await canonicalAction(a.action);
-        const madeBy = a.impliedBy === undefined ? 'the call' : `AWS, for ${a.impliedBy}`;
-        const gone = a.gone !== undefined;
-        const key = [gone, call.identity, action, e.resourceType, madeBy].join('|');
-        const row = rows.get(key) ?? {
-          gone,
-          principal: call.identity,
-          action,
-          resourceType: e.resourceType,
-          madeBy,
-          decisions: new Set<string>(),
-          grantedBy: new Set<string>(),
-        };
-        row.decisions.add(e.decision);
-        for (const g of e.grantedBy) row.grantedBy.add(g);
-        rows.set(key, row);
-        if (e.decision !== 'Allowed') {
-          problem(
-            `${e.decision}: ${call.identity} ${action} on ${e.resourceType} (${madeBy}, ${call.call} from ${call.testFile})`,
-            `${a.resource}${a.gone !== undefined ? ` (gone; ${a.gone})` : ''} with ${JSON.stringify(a.context)}`,
-          );
-        }
       }
     }
 
@@ -187,6 +184,7 @@ describe('every AWS call of the controller in the integration, e2e and reliabili
     const options = (await prettier.resolveConfig(resultsPath)) ?? {};
     const formatted = await prettier.format(text, { ...options, filepath: resultsPath });
     const skipped = log.calls.length - made.length;
+    const evaluated = requests.length;
     process.stdout.write(
       `\n${formatted}\n${made.length} calls of the controller (${evaluated} authorizations, ` +
         `${sorted.length} distinct rows) evaluated; ${skipped} calls the tests or the operator ` +
