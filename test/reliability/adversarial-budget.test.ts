@@ -14,7 +14,7 @@ import { readNlbState } from '../../functions/nlb/nlb-state';
 import { registrationBudgetPk } from '../../functions/state/table-layout';
 import { namespaceLanes } from '../../functions/core/registration-slots';
 import { targetNodeLabelsAnnotation } from '../../functions/core/target-node-labels';
-import { simulateBudgetFairness } from '../../bench/scenarios/propagation';
+import { simulateBudgetFairness } from '../../bench/scenarios/propagation-bursts';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, targetsOf, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';

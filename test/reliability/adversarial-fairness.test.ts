@@ -8,7 +8,7 @@
 import { afterEach, expect, it } from 'vitest';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
 import type { WorkMessage } from '../../functions/contract/work-messages';
-import { simulateNamespaceBurst } from '../../bench/scenarios/propagation';
+import { simulateNamespaceBurst } from '../../bench/scenarios/propagation-bursts';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';

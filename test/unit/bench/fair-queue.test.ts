@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { SqsWorkQueue } from '../../../functions/queue/sqs-work-queue';
 import type { WorkMessage } from '../../../functions/contract/work-messages';
-import { simulateNamespaceBurst } from '../../../bench/scenarios/propagation';
+import { simulateNamespaceBurst } from '../../../bench/scenarios/propagation-bursts';
 import { FakeQueue } from '../../../bench/sim/fake-runtime';
 import { VirtualClock } from '../../../bench/sim/virtual-clock';
 

@@ -1,0 +1,294 @@
+/**
+ * The world the propagation simulations run our design in (propagation.ts, propagation-bursts.ts):
+ * the real runtime on virtual time over in-memory fakes, with LB Services already synced to the
+ * initial nodes.
+ */
+import { planNodeSync, type EligibleHosts } from '../../functions/core/node-sync-plan';
+import type { Node, Service } from '../../functions/core/objects';
+import { NlbProvider } from '../../functions/nlb/nlb-provider';
+import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
+import { toProviderState } from '../../functions/nlb/nlb-state';
+import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
+import { parseConfig } from '../../functions/contract/controller-config';
+import { eventSourceMaxConcurrency } from '../../functions/contract/queue-limits';
+import { processNodeBatch } from '../../functions/runtime/node-messages';
+import type { RuntimeContext } from '../../functions/runtime/context';
+import type { RuntimeLog, RuntimeMetrics } from '../../functions/runtime/ports';
+import { makeNode, makeService } from '../../kit/core-objects';
+import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../kit/in-memory';
+import { FakeAwsAccount, FakeAwsClients } from '../sim/fake-aws';
+import { budgetOn, FakeTatItem } from '../sim/fake-budget';
+import { type RegistrationBudgetSpec } from '../../functions/core/registration-slots';
+import {
+  FakeQueue,
+  FakeStateTable,
+  runEventSourceMapping,
+  withLatency,
+  type EsmOptions,
+} from '../sim/fake-runtime';
+import { seededRandom } from '../../kit/seeded-random';
+import { VirtualClock } from '../sim/virtual-clock';
+
+/**
+ * The simulated world's constants, shared by every run on it; the seed's own (its loop and the
+ * calls it makes) are added in propagation.ts.
+ */
+export const worldModel = {
+  latencyMs: 50,
+  initialNodes: 3,
+  portsPerService: 2,
+  /** The deployment default (infra settings `elbv2CallsPerSecond`). */
+  elbv2CallsPerSecond: 20,
+  batchSize: 10,
+  batchingWindowMs: 1000,
+  /** Lambda invoke of a warm instance, and the watch event reaching the forwarder. */
+  invokeMs: 50,
+  watchMs: 50,
+  queueVisibilityTimeoutSeconds: 360,
+} as const;
+
+const claim: ClaimPolicy = {
+  loadBalancerClass: 'serverless-service-controller.io/nlb',
+  claimClassless: true,
+};
+
+export function instanceId(n: number): string {
+  return `i-${(0x0b00000000000000n + BigInt(n)).toString(16).padStart(17, '0')}`;
+}
+
+export function nodeFor(n: number): Node {
+  return makeNode(`ip-10-0-0-${n}.ec2.internal`, { instanceId: instanceId(n) });
+}
+
+const quietLog: RuntimeLog = {
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
+
+class CountingMetrics implements RuntimeMetrics {
+  readonly counts = new Map<string, number>();
+  count(name: string, value = 1, dimensions?: Record<string, string>): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + value);
+    // Syncs by outcome, e.g. `Syncs.requeue-after`: the budget's requeues.
+    if (dimensions?.outcome !== undefined) {
+      const named = `${name}.${dimensions.outcome}`;
+      this.counts.set(named, (this.counts.get(named) ?? 0) + value);
+    }
+  }
+  milliseconds(): void {}
+}
+
+export interface SimService {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * Our runtime on virtual time, with `services` LB Services already synced to the initial nodes,
+ * and the node that will be added. Every Service record, target group and Lambda instance is made
+ * in the same order each time, so runs repeat exactly.
+ */
+export function ourWorld(
+  services: readonly SimService[],
+  options: {
+    elbv2CallsPerSecond: number;
+    seed: number;
+    fairQueue: boolean;
+    /** The shared registration budget (the controller's default); undefined: none. */
+    budget?: RegistrationBudgetSpec | undefined;
+    /** false: the budget books first come, first served (before issue 32, finding 9). */
+    budgetPerNamespace?: boolean;
+    /**
+     * Node messages on their own queue, consumed by the node-sync function, which runs small
+     * fan-outs' host updates itself (default); false: release 0.1, one queue for everything and
+     * every host update through it.
+     */
+    nodeQueue?: boolean;
+  },
+) {
+  const model = worldModel;
+  const clock = new VirtualClock();
+  const random = seededRandom(options.seed);
+  const account = new FakeAwsAccount(clock, model.latencyMs);
+  const queue = new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, {
+    fair: options.fairQueue,
+  });
+  const separateNodeQueue = options.nodeQueue !== false;
+  const nodeQueue = separateNodeQueue
+    ? new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, { fair: false })
+    : queue;
+  const table = new FakeStateTable(clock, model.latencyMs);
+  const budgetItem = new FakeTatItem(clock, model.latencyMs);
+  const log = new CallLog();
+  const kube = new InMemoryKubernetes(log);
+  const kubeCalls = { calls: 0 };
+  const events = new RecordingEventRecorder(log);
+  const config = parseConfig({
+    clusterName: 'bench',
+    region: 'us-east-1',
+    claimClassless: true,
+    queueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/work',
+    ...(separateNodeQueue
+      ? { nodeQueueUrl: 'https://sqs.us-east-1.amazonaws.com/123456789012/nodes' }
+      : { directHostUpdates: 0 }),
+    tableName: 'state',
+    elbv2CallsPerSecond: options.elbv2CallsPerSecond,
+    aws: { vpcId: 'vpc-0be0c0000000000000' },
+    kubernetes: { mode: 'kubeconfig' },
+  });
+
+  kube.nodes = Array.from({ length: model.initialNodes }, (_, i) => nodeFor(i + 1));
+  const initial: EligibleHosts = planNodeSync(kube.nodes, 'stable', undefined, []).eligible;
+  table.seedEligibleHosts(initial);
+  const initialIds = initial.hosts.map((h) => h.instanceId).sort();
+  services.forEach(({ namespace, name }, i) => {
+    const service: Service = makeService({
+      name,
+      namespace,
+      uid: `uid-${i}`,
+      finalizers: [upstreamFinalizer],
+    });
+    kube.put(service);
+    const key = `${namespace}/${name}`;
+    const lb = `arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/k8s-${i}/${i}`;
+    const groups = [80, 443].slice(0, model.portsPerService).map((port) => ({
+      key: `${port}/TCP`,
+      arn: `arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/k8s-${i}-${port}/${i}`,
+      name: `k8s-${i}-${port}`,
+    }));
+    for (const tg of groups) {
+      account.addTargetGroup({
+        arn: tg.arn,
+        serviceKey: key,
+        serviceUid: `uid-${i}`,
+        loadBalancerArn: lb,
+        targets: initialIds,
+      });
+    }
+    table.seed({
+      key,
+      uid: `uid-${i}`,
+      snapshot: service,
+      provider: toProviderState({
+        loadBalancerArn: lb,
+        loadBalancerName: `k8s-${i}`,
+        dnsName: `k8s-${i}.elb.us-east-1.amazonaws.com`,
+        securityGroupId: `sg-${i}`,
+        targetGroups: Object.fromEntries(
+          groups.map((tg) => [tg.key, { arn: tg.arn, name: tg.name, targets: initialIds }]),
+        ),
+      }),
+      status: { ingress: [{ hostname: `k8s-${i}.elb.us-east-1.amazonaws.com` }] },
+      hostsHash: initial.hash,
+      updatedAt: clock.now().toISOString(),
+    });
+  });
+
+  const added = nodeFor(model.initialNodes + 1);
+  const addedId = instanceId(model.initialNodes + 1);
+  /** When each Service's NLB had the added node in all its target groups (virtual ms). */
+  const completions = new Map<string, number>();
+  let allUpdated: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (allUpdated = resolve));
+  account.onTargetsChanged = (tg) => {
+    if (completions.has(tg.serviceKey)) return;
+    const mine = [...account.targetGroups.values()].filter((g) => g.serviceKey === tg.serviceKey);
+    if (mine.every((g) => g.targets.has(addedId))) {
+      completions.set(tg.serviceKey, clock.ms);
+      if (completions.size === services.length) allUpdated();
+    }
+  };
+
+  const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
+  const metrics = new CountingMetrics();
+  const clients: FakeAwsClients[] = [];
+  const makeRuntime = (w: number): RuntimeContext => {
+    const aws = new FakeAwsClients(
+      account,
+      clock,
+      random,
+      options.budget &&
+        budgetOn(budgetItem, options.budget, clock, options.budgetPerNamespace !== false),
+    );
+    clients.push(aws);
+    const provider = new NlbProvider(aws.asNlbClients(), {
+      clusterName: config.clusterName,
+      vpcId: config.aws.vpcId,
+      defaultScheme: 'internal',
+      defaultSslPolicy: config.aws.defaultSslPolicy,
+      defaultTags: {},
+    });
+    let passes = 0;
+    return {
+      config,
+      syncDeps: {
+        kube: withLatency(kube, clock, model.latencyMs, kubeCalls),
+        provider,
+        events: withLatency(events, clock, model.latencyMs, kubeCalls),
+        clock,
+        claim,
+        nodePolicy: 'stable',
+      },
+      provider,
+      store: table,
+      queue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
+      nodeQueue: new SqsWorkQueue(nodeQueue.asSqsClient(), config.nodeQueueUrl ?? config.queueUrl),
+      separateNodeQueue,
+      log: quietLog,
+      metrics,
+      newOwner: () => `w${w}-${++passes}`,
+    };
+  };
+  const runtimes = Array.from({ length: concurrency }, (_, w) => makeRuntime(w));
+  // The node-sync function: its event source mapping's smallest maximum concurrency, 2.
+  const nodeRuntimes = separateNodeQueue
+    ? Array.from({ length: 2 }, (_, w) => makeRuntime(concurrency + w))
+    : [];
+  const nodeEsm: EsmOptions = {
+    concurrency: nodeRuntimes.length,
+    batchSize: model.batchSize,
+    batchingWindowMs: 0,
+    invokeMs: model.invokeMs,
+  };
+  const esm: EsmOptions = {
+    concurrency,
+    batchSize: model.batchSize,
+    batchingWindowMs: model.batchingWindowMs,
+    invokeMs: model.invokeMs,
+  };
+  /** Both functions' event source mappings: service-sync's on the work queue, node-sync's on the node queue. */
+  const startFunctions = (stopped: () => boolean) => ({
+    work: runEventSourceMapping(queue, clock, runtimes, esm, stopped),
+    nodes: runEventSourceMapping(
+      nodeQueue,
+      clock,
+      nodeRuntimes,
+      nodeEsm,
+      stopped,
+      processNodeBatch,
+    ),
+  });
+  return {
+    startFunctions,
+    clock,
+    account,
+    queue,
+    nodeQueue,
+    nodeRuntimes,
+    nodeEsm,
+    table,
+    budgetItem,
+    kube,
+    kubeCalls,
+    initial,
+    added,
+    completions,
+    done,
+    concurrency,
+    metrics,
+    clients,
+    runtimes,
+    esm,
+  };
+}
