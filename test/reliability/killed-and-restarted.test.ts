@@ -11,6 +11,7 @@ import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
+import { serviceLeasePk } from '../../functions/state/table-layout';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 import { crashAfterCalls } from './support/crash';
 import { inventory } from './support/inventory';
@@ -77,6 +78,31 @@ interface Run {
   readonly calls: number;
 }
 
+/**
+ * What a failed run leaves to explain it: the key's record and lease items as the restart left
+ * them, and every runtime log line, timed from the restart (both instances log to the world).
+ */
+async function trace(world: RuntimeWorld, restarted: number): Promise<string> {
+  const record = await world.runtime.store.getService(key).catch((e: unknown) => String(e));
+  const lease = await world.runtime.store
+    .getItem(serviceLeasePk(key))
+    .catch((e: unknown) => String(e));
+  const recordShape =
+    typeof record === 'string' || record === undefined
+      ? (record ?? 'none')
+      : JSON.stringify({
+          uid: record.uid,
+          checkpoint: record.checkpoint !== undefined,
+          provider: Object.keys(record.provider ?? {}),
+          deleting: record.deleting,
+        });
+  const lines = world.log.lines.map(
+    (l) =>
+      `${((l.at - restarted) / 1000).toFixed(1)}s ${l.level} ${l.message} ${JSON.stringify(l.fields).slice(0, 300)}`,
+  );
+  return `trace: record ${recordShape}; lease ${JSON.stringify(lease)}; log:\n${lines.join('\n')}`;
+}
+
 /** Kills an instance after its k-th AWS call (never, for Infinity), restarts, and judges. */
 async function killAndRestart(phase: Phase, k: number): Promise<Run> {
   const world = await startOf(phase);
@@ -130,6 +156,7 @@ async function killAndRestart(phase: Phase, k: number): Promise<Run> {
     if (warnings.length > 0)
       problems.push(`Warnings: ${warnings.map((e) => `${e.reason}: ${e.message}`).join('; ')}`);
     if ((await world.deadLetters()).length > 0) problems.push('a message in the DLQ');
+    if (problems.length > 0) problems.push(await trace(world, restarted));
     return { problems, leaked, seconds, calls: crash.calls() };
   } finally {
     await world.stop();

@@ -32,15 +32,21 @@ import { loadBalancerService } from './kube-objects';
 import { MotoAccount } from '../../kit/moto';
 
 export class RecordingLog implements RuntimeLog {
-  readonly lines: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+  /** `at`: when it was logged (epoch ms), for a failure's trace. */
+  readonly lines: {
+    level: string;
+    message: string;
+    fields: Record<string, unknown>;
+    at: number;
+  }[] = [];
   info(message: string, fields: Record<string, unknown> = {}) {
-    this.lines.push({ level: 'info', message, fields });
+    this.lines.push({ level: 'info', message, fields, at: Date.now() });
   }
   warn(message: string, fields: Record<string, unknown> = {}) {
-    this.lines.push({ level: 'warn', message, fields });
+    this.lines.push({ level: 'warn', message, fields, at: Date.now() });
   }
   error(message: string, fields: Record<string, unknown> = {}) {
-    this.lines.push({ level: 'error', message, fields });
+    this.lines.push({ level: 'error', message, fields, at: Date.now() });
   }
 }
 
