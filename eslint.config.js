@@ -91,17 +91,6 @@ const sizeLimits = {
 
 /** @type {{ files: string[], rule: 'max-lines' | 'max-lines-per-function', why: string }[]} */
 const sizeExceptions = [
-  // Still to split (issue 34): each has a seam named in the issue.
-  {
-    files: ['functions/nlb/nlb-provider.ts'],
-    rule: 'max-lines',
-    why: 'to split: the provider by operation',
-  },
-  {
-    files: ['functions/nlb/nlb-provider.ts'],
-    rule: 'max-lines-per-function',
-    why: 'to split: ensureLoadBalancer',
-  },
   // Kept: one sequence read top to bottom, whose parts would only pass the same state around.
   {
     files: [

@@ -40,7 +40,7 @@ export async function applyTargetGroupStep(run: PlanRun, step: TargetGroupStep):
       if (arn === undefined)
         throw new InvariantError(`CreateTargetGroup ${tg.name} returned no ARN`);
       // Dated now, recorded once its tags prove it ours: a group AWS does not show in full yet
-      // is still found by a delete right after (nlb-provider.ts inventory).
+      // is still found by a delete right after (tagged-resources.ts inventory).
       noteCreated(state, arn, run.now());
       run.targetGroupArns[tg.key] = arn;
       run.uncheckedTargetGroups.push({ key: tg.key, arn, name: tg.name });

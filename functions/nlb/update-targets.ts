@@ -1,0 +1,146 @@
+import {
+  DeregisterTargetsCommand,
+  RegisterTargetsCommand,
+} from '@aws-sdk/client-elastic-load-balancing-v2';
+import { errorMessage, NotFoundError, RequeueAfterError, TerminalError } from '../core/errors';
+import type { Host } from '../core/hosts';
+import type { Service } from '../core/objects';
+import type { EnsureResult, ProviderState, UpdateOptions, UpdateResult } from '../sync/ports';
+import { isAwsError, translateAwsError } from '../aws/aws-errors';
+import { registerBatch } from './execute-target-groups';
+import { limits } from './model/desired';
+import { ownershipTags } from './model/naming';
+import { registeredTargetIds } from './observe';
+import { describeElbv2Tags, sortByOwnership } from './ownership';
+import { readNlbState, recordedResources, toProviderState, type NlbState } from './nlb-state';
+import { uniqueSorted, type ProviderContext } from './provider-context';
+
+// The provider's host update: targets registered and deregistered in the recorded target groups,
+// with nothing else read but their ownership tags (and their targets, where none are recorded).
+
+/**
+ * Node changes only: registers new instances and deregisters gone ones, from the targets state
+ * recorded, in every target group. The only read is one DescribeTags of the recorded groups:
+ * state is not proof of ownership, so a group whose tags name another Service or cluster is
+ * refused before any write. A group whose targets are not recorded (too many, or an older
+ * record) is read with one DescribeTargetHealth; without any recorded group it is a full Ensure
+ * (`fullEnsure`: the provider's own ensureLoadBalancer with these hosts and this state).
+ */
+export async function updateLoadBalancer(
+  ctx: ProviderContext,
+  service: Service,
+  hosts: readonly Host[],
+  state: ProviderState | undefined,
+  options: UpdateOptions,
+  fullEnsure: () => Promise<EnsureResult>,
+): Promise<UpdateResult> {
+  const nlbState = readNlbState(state);
+  const groups = Object.values(nlbState.targetGroups ?? {});
+  if (options.readTargets === true) for (const tg of groups) delete tg.targets;
+  if (groups.length === 0) {
+    const ensured = await fullEnsure();
+    return { state: ensured.state, instances: ensured.instances, summary: ensured.summary };
+  }
+  if (hosts.length > limits.targetsPerTargetGroup) {
+    throw new TerminalError(
+      `${hosts.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold`,
+    );
+  }
+  const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
+  const wantedIds = new Set(wanted);
+  await requireOwnedTargetGroups(ctx, service, nlbState);
+  // Groups too large to record (nlb-state.ts maxRecordedTargets), recorded before targets were,
+  // or not to be trusted (readTargets): what is registered comes from AWS, one read per group.
+  for (const tg of groups) {
+    // A group gone is drift for the full sync (NotFoundError), not a failure to retry as is.
+    tg.targets ??= await registeredTargetIds(ctx.clients.elbv2, tg.arn, (error, action) =>
+      isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
+        ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+        : translateAwsError(error, action),
+    );
+  }
+  // Removals first (a node that left or may no longer serve matters more than a new one, and
+  // the registration budget gives them priority), except where a group would drop to zero
+  // targets in between: there the new targets go in first.
+  const changes = groups.map((tg) => {
+    const current = tg.targets ?? [];
+    // Sets: at thousands of nodes a list search per id is millions of comparisons per group.
+    const registered = new Set(current);
+    const register = wanted.filter((id) => !registered.has(id));
+    const deregister = current.filter((id) => !wantedIds.has(id));
+    return { tg, register, deregister, keepsTargets: current.length > deregister.length };
+  });
+  const send = async (
+    tg: (typeof groups)[number],
+    kind: 'register' | 'deregister',
+    ids: readonly string[],
+  ) => {
+    // In batches, as execute-target-groups.ts registers (a large scale-up in one window would be refused
+    // whole), recording each batch as it lands so a failure part-way keeps what was done.
+    for (let i = 0; i < ids.length; i += registerBatch) {
+      const batch = ids.slice(i, i + registerBatch);
+      const input = { TargetGroupArn: tg.arn, Targets: batch.map((Id) => ({ Id })) };
+      await ctx.clients.elbv2.send(
+        kind === 'register'
+          ? new RegisterTargetsCommand(input)
+          : new DeregisterTargetsCommand(input),
+      );
+      const current = new Set(tg.targets ?? []);
+      for (const id of batch) {
+        if (kind === 'register') current.add(id);
+        else current.delete(id);
+      }
+      tg.targets = [...current].sort();
+    }
+  };
+  try {
+    for (const c of changes) if (c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
+    for (const c of changes) await send(c.tg, 'register', c.register);
+    for (const c of changes) if (!c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
+    for (const c of changes) c.tg.targets = wanted;
+  } catch (error) {
+    // A target group deleted behind our back: drift, which only a full Ensure repairs. A
+    // registration budget booked ahead is not a failure: the key comes back later.
+    const translated = isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
+      ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+      : error instanceof RequeueAfterError
+        ? error
+        : translateAwsError(error, 'update targets');
+    throw Object.assign(translated, { providerState: toProviderState(nlbState) });
+  }
+  return { state: toProviderState(nlbState), instances: wanted };
+}
+
+/**
+ * The recorded target groups, checked by their tags before a host update writes to them: one
+ * DescribeTags for up to 20 groups. Another owner's group is a terminal error naming it; a group
+ * that is gone (or carries no tags at all) is drift, which a full Ensure sorts out.
+ */
+async function requireOwnedTargetGroups(
+  ctx: ProviderContext,
+  service: Service,
+  nlbState: NlbState,
+): Promise<void> {
+  const arns = recordedResources(nlbState).targetGroupArns;
+  const withState = { providerState: toProviderState(nlbState) };
+  let owned;
+  try {
+    const tags = await describeElbv2Tags(ctx.clients.elbv2, arns);
+    owned = sortByOwnership(arns, tags, ctx.settings.clusterName, service);
+  } catch (error) {
+    throw Object.assign(translateAwsError(error, 'read target group tags'), withState);
+  }
+  if (owned.foreign.length > 0) {
+    throw new TerminalError(
+      `target group ${owned.foreign.join(', ')} recorded for this Service is not owned by this Service in cluster ${ctx.settings.clusterName} (ownership tags ${ownershipTags.cluster} and ${ownershipTags.serviceUid} do not match); refusing to change its targets`,
+    );
+  }
+  if (owned.unknown.length > 0) {
+    throw Object.assign(
+      new NotFoundError(
+        `update targets: target group ${owned.unknown.join(', ')} is gone or carries no tags`,
+      ),
+      withState,
+    );
+  }
+}
