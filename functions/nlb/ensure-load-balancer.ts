@@ -69,7 +69,8 @@ export async function ensureLoadBalancer(
 
 /**
  * The annotations, the tenant policy's decision, the subnets and the user's security groups:
- * everything the desired model needs besides the Service and its hosts.
+ * everything the desired model needs besides the Service and its hosts. Records the subnets and
+ * the user's groups in `nlbState` as it goes, so a pass that fails later keeps them.
  */
 async function resolveInputs(
   ctx: ProviderContext,
@@ -114,7 +115,10 @@ async function resolveInputs(
   return { options, subnets, userGroups, frontendSecurityGroupIds };
 }
 
-/** The desired NLB, under the naming version the Service's resources were (or will be) made with. */
+/**
+ * The desired NLB, under the naming version the Service's resources were (or will be) made with;
+ * pins that version in `nlbState`.
+ */
 function desiredModel(
   ctx: ProviderContext,
   service: Service,

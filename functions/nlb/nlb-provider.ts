@@ -88,6 +88,8 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
     options: UpdateOptions = {},
   ): Promise<UpdateResult> {
+    // The fall-back goes through the instance, not the module function: whoever wraps this
+    // provider's ensureLoadBalancer (a test counting syncs, say) sees that Ensure too.
     return updateLoadBalancer(this.context, service, hosts, state, options, () =>
       this.ensureLoadBalancer(service, hosts, state),
     );
