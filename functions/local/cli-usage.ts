@@ -24,9 +24,11 @@ cluster (three Ready nodes) and a sample LoadBalancer Service, and shows each Se
 and targets as they change. Change the simulated cluster with the commands above (they use its
 kubeconfig, printed at start) or with kubectl. Ctrl-C stops everything.
 
-Options (each also from the environment variable shown):
-  --kubeconfig PATH            KUBECONFIG    manage this cluster (real mode) instead of the embedded one
-  --embedded                                 the embedded default even when KUBECONFIG is set
+Options (each also from the environment variable shown, but --kubeconfig):
+  --kubeconfig PATH            manage this cluster (real mode) instead of the embedded one; only
+                               this flag selects a real cluster: KUBECONFIG in the environment is
+                               never used
+  --embedded                   the embedded default (what runs without --kubeconfig anyway)
   --allow-insecure-connection  SSC_ALLOW_INSECURE_CONNECTION=true  real mode: accept a kubeconfig
                                whose server (other than on this machine) is plain HTTP or sets
                                insecure-skip-tls-verify, with a warning; refused otherwise

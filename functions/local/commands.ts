@@ -1,14 +1,7 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, loadAllYaml, type V1Service } from '@kubernetes/client-node';
-import {
-  controllerConfigSchema,
-  parseConfig,
-  type ControllerConfig,
-} from '../contract/controller-config';
-import { tenantPolicySchema, type TenantPolicySetting } from '../contract/tenant-policy-config';
 import { finalizerFor } from '../core/claim';
 import { excludeFromLoadBalancersLabel } from '../core/node-policy';
 import type { RuntimeLog } from '../runtime/ports';
@@ -19,21 +12,24 @@ import {
   ensureTable,
   type AwsAccess,
 } from './aws-resources';
+import { claimEmbeddedRun, liveEmbeddedState } from './embedded-run';
 import { FakeKubeApiServer, type Denial } from './fake-kube';
 import { converged, LocalController, renderProgress } from './local-controller';
 import { startMotoServer } from './moto-server';
 import { loadProjectRbac } from './project-rbac';
 import { planUninstall, uninstall } from './uninstall';
 import { defaultQueueName, defaultTableName, UsageError } from './cli-usage';
-
-const stateDir = join(tmpdir(), 'serverless-service-controller');
-const embeddedStateFile = join(stateDir, 'embedded.json');
-
-interface EmbeddedState {
-  readonly kubeconfig: string;
-  readonly aws: AwsAccess;
-  readonly clusterName: string;
-}
+import {
+  checkConfiguration,
+  controllerConfig,
+  explicitKubeconfig,
+  options,
+  readableKubeconfig,
+  readLeaseSeconds,
+  readTenantPolicy,
+  setting,
+  type Flags,
+} from './cli-options';
 
 const sampleService: V1Service = {
   apiVersion: 'v1',
@@ -47,129 +43,21 @@ const sampleService: V1Service = {
   },
 };
 
-const options = {
-  help: { type: 'boolean', short: 'h' },
-  kubeconfig: { type: 'string' },
-  embedded: { type: 'boolean' },
-  'allow-insecure-connection': { type: 'boolean' },
-  rbac: { type: 'boolean' },
-  'cluster-name': { type: 'string' },
-  region: { type: 'string' },
-  'vpc-id': { type: 'string' },
-  'backend-security-group-id': { type: 'string' },
-  'queue-name': { type: 'string' },
-  'table-name': { type: 'string' },
-  'load-balancer-class': { type: 'string' },
-  'claim-classless': { type: 'boolean' },
-  'node-policy': { type: 'string' },
-  'tenant-policy': { type: 'string' },
-  'create-resources': { type: 'boolean' },
-  'lease-seconds': { type: 'string' },
-  'until-converged': { type: 'boolean' },
-  timeout: { type: 'string' },
-  yes: { type: 'boolean' },
-  file: { type: 'string', short: 'f' },
-} as const;
-
-type Flags = ReturnType<
-  typeof parseArgs<{ options: typeof options; allowPositionals: true }>
->['values'];
-
-function setting(flags: Flags, flag: keyof Flags, env: string): string | undefined {
-  const value = flags[flag];
-  if (typeof value === 'string') return value;
-  if (value === true) return 'true';
-  return process.env[env] || undefined;
-}
-
 const consoleLog: RuntimeLog = {
   info: () => undefined,
   warn: (message, fields) => console.error(`warn: ${message} ${JSON.stringify(fields ?? {})}`),
   error: (message, fields) => console.error(`error: ${message} ${JSON.stringify(fields ?? {})}`),
 };
 
-function controllerConfig(
-  flags: Flags,
-  aws: AwsAccess,
-  resources: { queueUrl: string; tableName: string; deadLetterQueueUrl?: string },
-  kubeconfig: string,
-  defaults: { clusterName?: string; vpcId?: string; backendSecurityGroupId?: string },
-): ControllerConfig {
-  const endpoints = aws.endpoint
-    ? Object.fromEntries(
-        ['elbv2', 'ec2', 'tagging', 'sqs', 'dynamodb', 'sts', 'secretsManager', 'eks'].map((k) => [
-          k,
-          aws.endpoint,
-        ]),
-      )
-    : {};
-  const backend =
-    setting(flags, 'backend-security-group-id', 'SSC_BACKEND_SECURITY_GROUP_ID') ??
-    defaults.backendSecurityGroupId;
-  const lbClass = setting(flags, 'load-balancer-class', 'SSC_LOAD_BALANCER_CLASS');
-  const nodePolicy = setting(flags, 'node-policy', 'SSC_NODE_POLICY');
-  const tenantPolicy = readTenantPolicy(flags);
-  const leaseSeconds = readLeaseSeconds(flags);
-  return parseConfig({
-    clusterName: setting(flags, 'cluster-name', 'SSC_CLUSTER_NAME') ?? defaults.clusterName,
-    region: aws.region,
-    ...(lbClass ? { loadBalancerClass: lbClass } : {}),
-    claimClassless: setting(flags, 'claim-classless', 'SSC_CLAIM_CLASSLESS') === 'true',
-    ...(nodePolicy ? { nodePolicy } : {}),
-    queueUrl: resources.queueUrl,
-    tableName: resources.tableName,
-    ...(resources.deadLetterQueueUrl ? { deadLetterQueueUrl: resources.deadLetterQueueUrl } : {}),
-    ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
-    aws: {
-      vpcId: setting(flags, 'vpc-id', 'SSC_VPC_ID') ?? defaults.vpcId,
-      ...(backend ? { backendSecurityGroupId: backend } : {}),
-      endpoints,
-    },
-    kubernetes: {
-      mode: 'kubeconfig',
-      path: kubeconfig,
-      ...(setting(flags, 'allow-insecure-connection', 'SSC_ALLOW_INSECURE_CONNECTION') === 'true'
-        ? { allowInsecureConnection: true }
-        : {}),
-    },
-    ...(tenantPolicy ? { tenantPolicy } : {}),
-  });
-}
-
-/** The --tenant-policy file, checked as the controller will check it, before anything starts. */
-function readTenantPolicy(flags: Flags): TenantPolicySetting | undefined {
-  const path = setting(flags, 'tenant-policy', 'SSC_TENANT_POLICY');
-  if (path === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new UsageError(
-      `--tenant-policy ${path}: not a readable JSON file (${(error as Error).message})`,
+async function run(flags: Flags): Promise<number> {
+  const kubeconfigFlag = explicitKubeconfig(flags);
+  const embedded = flags.embedded === true || kubeconfigFlag === undefined;
+  if (embedded && process.env.KUBECONFIG) {
+    console.log(
+      `KUBECONFIG is set (${process.env.KUBECONFIG}) and left alone: local mode runs its own ` +
+        'simulated cluster; pass --kubeconfig to manage a real one.',
     );
   }
-  const result = tenantPolicySchema.safeParse(parsed);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map(
-    (issue) => `  - ${['tenantPolicy', ...issue.path].join('.')}: ${issue.message}`,
-  );
-  throw new UsageError(`--tenant-policy ${path}: invalid tenant policy:\n${problems.join('\n')}`);
-}
-
-/** --lease-seconds, checked by the configuration's own rule before anything starts. */
-function readLeaseSeconds(flags: Flags): number | undefined {
-  const text = setting(flags, 'lease-seconds', 'SSC_LEASE_SECONDS');
-  if (text === undefined) return undefined;
-  const result = controllerConfigSchema.shape.leaseSeconds.safeParse(Number(text));
-  if (result.success) return result.data;
-  throw new UsageError(
-    `--lease-seconds ${text}: ${result.error.issues.map((i) => i.message).join('; ')}`,
-  );
-}
-
-async function run(flags: Flags): Promise<number> {
-  const kubeconfigFlag = setting(flags, 'kubeconfig', 'KUBECONFIG');
-  const embedded = flags.embedded === true || kubeconfigFlag === undefined;
   const region =
     setting(flags, 'region', 'AWS_REGION') ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const timeoutSeconds = Number(setting(flags, 'timeout', 'SSC_TIMEOUT') ?? '300');
@@ -186,6 +74,22 @@ async function run(flags: Flags): Promise<number> {
       '--rbac applies to the embedded cluster; a real cluster enforces its own RBAC',
     );
   }
+  // Every option is checked before an emulator, a cluster, a queue or a table exists. The
+  // embedded run's own network stands in for the VPC and backend group it will create.
+  if (kubeconfigFlag !== undefined && !embedded) readableKubeconfig(kubeconfigFlag);
+  checkConfiguration(
+    flags,
+    { region },
+    names,
+    kubeconfigFlag ?? 'embedded.kubeconfig',
+    embedded
+      ? {
+          clusterName: setting(flags, 'cluster-name', 'SSC_CLUSTER_NAME') ?? 'local',
+          vpcId: 'vpc-0123456789abcdef0',
+          backendSecurityGroupId: 'sg-0123456789abcdef0',
+        }
+      : {},
+  );
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
     for (const step of cleanups.reverse()) await step().catch(() => undefined);
@@ -200,6 +104,8 @@ async function run(flags: Flags): Promise<number> {
     let defaults: { clusterName?: string; vpcId?: string; backendSecurityGroupId?: string } = {};
     let create = setting(flags, 'create-resources', 'SSC_CREATE_RESOURCES') === 'true';
     if (embedded) {
+      const claim = claimEmbeddedRun();
+      cleanups.push(() => Promise.resolve(claim.release()));
       // An emulator already running (AWS_ENDPOINT_URL) is used as it is; else moto is started.
       let endpoint = process.env.AWS_ENDPOINT_URL || undefined;
       if (endpoint === undefined) {
@@ -220,14 +126,17 @@ async function run(flags: Flags): Promise<number> {
       const project = rbac ? loadProjectRbac() : undefined;
       const kube = await FakeKubeApiServer.start(project ? { rbac: project.authorizer } : {});
       cleanups.push(() => kube.stop());
-      mkdirSync(stateDir, { recursive: true });
-      kubeconfig = join(stateDir, 'kubeconfig');
-      writeFileSync(kubeconfig, kube.kubeconfigText());
+      kubeconfig = join(claim.dir, 'kubeconfig');
+      writeFileSync(kubeconfig, kube.kubeconfigText(), { mode: 0o600 });
       if (project !== undefined) {
-        functionsKubeconfig = join(stateDir, 'functions.kubeconfig');
-        writeFileSync(functionsKubeconfig, kube.kubeconfigText({ as: project.functions }));
-        forwarderKubeconfig = join(stateDir, 'forwarder.kubeconfig');
-        writeFileSync(forwarderKubeconfig, kube.kubeconfigText({ as: project.forwarder }));
+        functionsKubeconfig = join(claim.dir, 'functions.kubeconfig');
+        writeFileSync(functionsKubeconfig, kube.kubeconfigText({ as: project.functions }), {
+          mode: 0o600,
+        });
+        forwarderKubeconfig = join(claim.dir, 'forwarder.kubeconfig');
+        writeFileSync(forwarderKubeconfig, kube.kubeconfigText({ as: project.forwarder }), {
+          mode: 0o600,
+        });
         denials = kube.denials;
         console.log(
           `RBAC of infra/k8s enforced: the functions run as ${project.functions.name} ` +
@@ -251,8 +160,7 @@ async function run(flags: Flags): Promise<number> {
         backendSecurityGroupId: network.backendSecurityGroupId,
       };
       create = true;
-      const state: EmbeddedState = { kubeconfig, aws, clusterName };
-      writeFileSync(embeddedStateFile, JSON.stringify(state));
+      claim.publish({ kubeconfig, aws, clusterName });
       console.log(`Simulated cluster: kubectl --kubeconfig ${kubeconfig} get services -A`);
       console.log(`AWS emulator:      AWS_ENDPOINT_URL=${endpoint} (any credentials)`);
     } else {
@@ -344,16 +252,8 @@ async function run(flags: Flags): Promise<number> {
   }
 }
 
-function embeddedState(): EmbeddedState | undefined {
-  try {
-    return JSON.parse(readFileSync(embeddedStateFile, 'utf8')) as EmbeddedState;
-  } catch {
-    return undefined;
-  }
-}
-
 function kubeApi(flags: Flags): CoreV1Api {
-  const path = setting(flags, 'kubeconfig', 'KUBECONFIG') ?? embeddedState()?.kubeconfig;
+  const path = explicitKubeconfig(flags) ?? liveEmbeddedState()?.kubeconfig;
   if (path === undefined)
     throw new UsageError('no cluster: give --kubeconfig or start `npm start` first');
   const kc = new KubeConfig();
@@ -390,7 +290,7 @@ async function node(flags: Flags, args: string[]): Promise<number> {
   const [action, target] = args;
   const api = kubeApi(flags);
   if (action === 'add') {
-    const state = embeddedState();
+    const state = liveEmbeddedState();
     if (state === undefined) throw new UsageError('node add works on the embedded cluster only');
     const network = await createSimulatedNetwork(state.aws, state.clusterName);
     for (const added of await network.addInstances(Number(target ?? '1'))) {
@@ -430,8 +330,8 @@ async function node(flags: Flags, args: string[]): Promise<number> {
 }
 
 async function uninstallCommand(flags: Flags): Promise<number> {
-  const state = embeddedState();
-  const kubeconfig = setting(flags, 'kubeconfig', 'KUBECONFIG') ?? state?.kubeconfig;
+  const state = liveEmbeddedState();
+  const kubeconfig = explicitKubeconfig(flags) ?? state?.kubeconfig;
   if (kubeconfig === undefined) throw new UsageError('uninstall needs --kubeconfig');
   const region =
     setting(flags, 'region', 'AWS_REGION') ??
