@@ -57,5 +57,146 @@ describe.skipIf(!hasKubectl)(
       expect((await kubectl('delete', 'service', 'web')).stdout).toContain('deleted');
       expect(kube.store.list('services')).toEqual([]);
     });
+
+    /** A LoadBalancer Service straight into the store, with an address once it has one. */
+    const loadBalancer = (name: string, hostname?: string) => {
+      const created = kube.store.create('services', 'default', {
+        metadata: { name, namespace: 'default' },
+        spec: {
+          type: 'LoadBalancer',
+          selector: { app: name },
+          ports: [{ name: 'http', port: 80, targetPort: 8080 }],
+        },
+      });
+      if (hostname === undefined) return created;
+      return kube.store.update(
+        'services',
+        'default',
+        name,
+        { ...created, status: { loadBalancer: { ingress: [{ hostname }] } } },
+        'status',
+      );
+    };
+    const event = (service: string, uid: string, reason: string, type: string) =>
+      kube.store.create('events', 'default', {
+        metadata: { name: `${service}.${reason}`, namespace: 'default' },
+        involvedObject: { kind: 'Service', namespace: 'default', name: service, uid },
+        reason,
+        message: `${reason} for ${service}`,
+        type,
+        source: { component: 'service-controller' },
+        count: 1,
+        firstTimestamp: new Date().toISOString(),
+        lastTimestamp: new Date().toISOString(),
+      });
+
+    it('get prints the columns a real server prints, and -o wide the wide ones', async () => {
+      loadBalancer('listed', 'listed.elb.example');
+      loadBalancer('waiting');
+      const services = await kubectl('get', 'svc', '-A');
+      expect(services.stdout, services.stderr).toMatch(
+        /^NAMESPACE +NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE$/m,
+      );
+      expect(services.stdout).toMatch(
+        /^default +listed +LoadBalancer +10\.96\.\d+\.\d+ +listed\.elb\.example +80:3\d{4}\/TCP +\d+s$/m,
+      );
+      expect(services.stdout).toMatch(/^default +waiting +LoadBalancer .* <pending> /m);
+      const wide = await kubectl('get', 'svc', 'listed', '-o', 'wide');
+      expect(wide.stdout).toMatch(/ SELECTOR\n/);
+      expect(wide.stdout).toMatch(/ app=listed\n/);
+      const nodes = await kubectl('get', 'nodes', '-o', 'wide');
+      expect(nodes.stdout).toMatch(/^NAME +STATUS +ROLES +AGE +VERSION +INTERNAL-IP /m);
+      expect(nodes.stdout).toMatch(/^node-1 +Unknown +<none> +\d+s /m);
+      for (const name of ['listed', 'waiting']) kube.store.delete('services', 'default', name);
+    });
+
+    it('a field selector picks the events: type=Warning lists only warnings, describe only its own', async () => {
+      const web = loadBalancer('described');
+      const other = loadBalancer('other');
+      const uid = (object: { metadata: { uid?: unknown } }) => String(object.metadata.uid);
+      event('described', uid(web), 'EnsuringLoadBalancer', 'Normal');
+      event('described', uid(web), 'SyncLoadBalancerFailed', 'Warning');
+      event('other', uid(other), 'EnsuredLoadBalancer', 'Normal');
+      const warnings = await kubectl('get', 'events', '--field-selector', 'type=Warning');
+      expect(warnings.stdout, warnings.stderr).toContain('SyncLoadBalancerFailed');
+      expect(warnings.stdout).not.toContain('EnsuringLoadBalancer');
+      expect(warnings.stdout).toMatch(/^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$/m);
+      expect(warnings.stdout).toContain('service/described');
+      const described = await kubectl('describe', 'service', 'described');
+      expect(described.stdout, described.stderr).toContain('EnsuringLoadBalancer');
+      expect(described.stdout).not.toContain('EnsuredLoadBalancer');
+      const unknown = await kubectl('get', 'events', '--field-selector', 'colour=red');
+      expect(unknown.stderr).toContain('field label not supported: colour');
+    });
+
+    it('wait --for=jsonpath answers when the named Service gets its address, not another', async () => {
+      loadBalancer('awaited');
+      loadBalancer('bystander', 'bystander.elb.example');
+      const waiting = kubectl(
+        'wait',
+        'service/awaited',
+        '--for=jsonpath={.status.loadBalancer.ingress[0].hostname}=awaited.elb.example',
+        '--timeout=20s',
+      );
+      // Not met yet: the bystander's address must not satisfy it.
+      const early = await Promise.race([
+        waiting.then(() => 'answered'),
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 1_500)),
+      ]);
+      expect(early).toBe('waiting');
+      const current = kube.store.get('services', 'default', 'awaited');
+      kube.store.update(
+        'services',
+        'default',
+        'awaited',
+        {
+          ...current,
+          status: { loadBalancer: { ingress: [{ hostname: 'awaited.elb.example' }] } },
+        },
+        'status',
+      );
+      const result = await waiting;
+      expect(result.status, result.stderr).toBe(0);
+      expect(result.stdout).toContain('service/awaited condition met');
+    });
+
+    it('--dry-run=server changes nothing: delete, patch, create and diff', async () => {
+      loadBalancer('kept');
+      const before = kube.store.get('services', 'default', 'kept');
+      const revision = kube.store.currentRevision;
+      const deleted = await kubectl('delete', 'service', 'kept', '--dry-run=server');
+      expect(deleted.stdout, deleted.stderr).toContain('service "kept" deleted (server dry run)');
+      const patched = await kubectl(
+        'patch',
+        'service',
+        'kept',
+        '--dry-run=server',
+        '-p',
+        '{"metadata":{"labels":{"tried":"yes"}}}',
+        '-o',
+        'jsonpath={.metadata.labels.tried}',
+      );
+      expect(patched.stdout, patched.stderr).toBe('yes');
+      const file = join(dir, 'dry.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'dry', namespace: 'default' },
+          spec: { type: 'LoadBalancer', ports: [{ port: 80 }] },
+        }),
+      );
+      const created = await kubectl('create', '--validate=false', '--dry-run=server', '-f', file);
+      expect(created.stdout, created.stderr).toContain('service/dry created (server dry run)');
+      const diff = await kubectl('diff', '-f', file);
+      expect(diff.stdout, diff.stderr).toContain('+  name: dry');
+      expect(kube.store.get('services', 'default', 'kept')).toEqual(before);
+      expect(kube.store.list('services').map((s) => s.metadata.name)).not.toContain('dry');
+      expect(kube.store.currentRevision).toBe(revision);
+      const really = await kubectl('delete', 'service', 'kept');
+      expect(really.stdout, really.stderr).toContain('service "kept" deleted');
+      expect(kube.store.list('services').map((s) => s.metadata.name)).not.toContain('kept');
+    });
   },
 );

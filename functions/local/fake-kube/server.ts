@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { matchesFields, parseFieldSelector } from './field-selectors';
 import { isJsonObject, type Json, type JsonObject } from './patches';
 import {
   authenticatedGroup,
@@ -23,6 +24,7 @@ import {
   type StoredObject,
   type WatchEvent,
 } from './store';
+import { includeObjectOf, requestedTableVersion, toTable } from './tables';
 
 export interface FakeKubeApiServerOptions {
   /** How often a watch that asked for bookmarks gets one (default 1 s). */
@@ -242,8 +244,11 @@ export class FakeKubeApiServer {
         return;
       }
       const route = parseRoute(url.pathname);
+      // DELETE may carry DeleteOptions (kubectl puts its dryRun and preconditions there).
       const body =
-        method === 'POST' || method === 'PUT' || method === 'PATCH' ? await readJson(req) : null;
+        method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE'
+          ? await readJson(req)
+          : null;
       this.dispatch(method, route, url.searchParams, req, res, body);
     } catch (error) {
       if (res.headersSent) {
@@ -269,27 +274,52 @@ export class FakeKubeApiServer {
   ): void {
     const { resource, namespace, name, subresource } = route;
     const ns = namespace ?? '';
+    const write = writeMode(method, query, method === 'DELETE' ? body : null, this.store);
+    const table = requestedTableVersion(req.headers.accept);
+    // What kubectl get asks for: the server's own columns, the object as it asked (metadata).
+    const asTable = (objects: StoredObject[], listMetadata?: JsonObject): JsonObject =>
+      toTable(resource, objects, {
+        version: table ?? 'v1',
+        includeObject: includeObjectOf(query.get('includeObject')),
+        now: Date.now(),
+        ...(listMetadata ? { listMetadata } : {}),
+      });
     if (name === undefined) {
       if (method === 'GET' && (query.get('watch') === 'true' || query.get('watch') === '1')) {
-        this.watch(route, query, res);
+        this.watch(route, query, res, table === undefined ? undefined : asTable);
       } else if (method === 'GET') {
-        sendJson(res, 200, this.list(route, query));
+        const list = this.list(route, query);
+        sendJson(
+          res,
+          200,
+          table === undefined ? list : asTable(list.items as StoredObject[], object(list.metadata)),
+        );
       } else if (method === 'POST') {
         if (resources[resource].namespaced && namespace === undefined) {
           throw new KubeApiError(405, 'MethodNotAllowed', 'create needs a namespace in the path');
         }
-        sendJson(res, 201, this.store.create(resource, ns, body));
+        sendJson(
+          res,
+          201,
+          write(() => this.store.create(resource, ns, body)),
+        );
       } else {
         throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed on a collection`);
       }
       return;
     }
     switch (method) {
-      case 'GET':
-        sendJson(res, 200, this.store.get(resource, ns, name));
+      case 'GET': {
+        const found = this.store.get(resource, ns, name);
+        sendJson(res, 200, table === undefined ? found : asTable([found]));
         return;
+      }
       case 'PUT':
-        sendJson(res, 200, this.store.update(resource, ns, name, body, subresource));
+        sendJson(
+          res,
+          200,
+          write(() => this.store.update(resource, ns, name, body, subresource)),
+        );
         return;
       case 'PATCH': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
@@ -301,11 +331,16 @@ export class FakeKubeApiServer {
             `the body of the request was in an unknown format: ${contentType}`,
           );
         }
-        sendJson(res, 200, this.store.patch(resource, ns, name, type, body, subresource));
+        sendJson(
+          res,
+          200,
+          write(() => this.store.patch(resource, ns, name, type, body, subresource)),
+        );
         return;
       }
       case 'DELETE': {
-        const deleted = this.store.delete(resource, ns, name);
+        checkPreconditions(this.store.get(resource, ns, name), body);
+        const deleted = write(() => this.store.delete(resource, ns, name));
         sendJson(res, 200, resource === 'services' ? deleted : successStatus(resource, name));
         return;
       }
@@ -332,11 +367,14 @@ export class FakeKubeApiServer {
       snapshot = found;
       offset = decoded.offset;
     } else {
+      const fields = parseFieldSelector(route.resource, query.get('fieldSelector'));
       snapshot = {
-        items: this.store.list(route.resource, {
-          namespace: route.namespace,
-          labelSelector: query.get('labelSelector') ?? undefined,
-        }),
+        items: this.store
+          .list(route.resource, {
+            namespace: route.namespace,
+            labelSelector: query.get('labelSelector') ?? undefined,
+          })
+          .filter((item) => matchesFields(route.resource, item, fields)),
         resourceVersion: String(this.store.currentRevision),
       };
     }
@@ -362,25 +400,45 @@ export class FakeKubeApiServer {
     };
   }
 
-  private watch(route: Route, query: URLSearchParams, res: ServerResponse): void {
+  private watch(
+    route: Route,
+    query: URLSearchParams,
+    res: ServerResponse,
+    /** Set when the watch asked for Table events (`kubectl get -w`). */
+    asTable?: (objects: StoredObject[]) => JsonObject,
+  ): void {
     const selector = parseLabelSelector(query.get('labelSelector') ?? undefined);
+    const fields = parseFieldSelector(route.resource, query.get('fieldSelector'));
     const requested = query.get('resourceVersion');
     const matches = (event: WatchEvent): boolean =>
       event.resource === route.resource &&
       (route.namespace === undefined || event.namespace === route.namespace) &&
-      matchesLabels(event.object, selector);
+      matchesLabels(event.object, selector) &&
+      matchesFields(route.resource, event.object, fields);
+    let columnsSent = false;
     const write = (payload: JsonObject): void => {
-      if (!res.writableEnded) res.write(`${JSON.stringify(payload)}\n`);
+      if (res.writableEnded) return;
+      let sent = payload;
+      if (asTable !== undefined && payload.type !== 'ERROR' && payload.type !== 'BOOKMARK') {
+        const table = asTable([payload.object as StoredObject]);
+        // The header once: kubectl prints each event's row under the first one's columns.
+        if (columnsSent) table.columnDefinitions = [];
+        columnsSent = true;
+        sent = { ...payload, object: table };
+      }
+      res.write(`${JSON.stringify(sent)}\n`);
     };
     let fromRevision: number;
     const initial: StoredObject[] = [];
     if (requested === null || requested === '' || requested === '0') {
       // Unset and "0" both start with synthetic ADDED events for the current objects.
       initial.push(
-        ...this.store.list(route.resource, {
-          namespace: route.namespace,
-          labelSelector: query.get('labelSelector') ?? undefined,
-        }),
+        ...this.store
+          .list(route.resource, {
+            namespace: route.namespace,
+            labelSelector: query.get('labelSelector') ?? undefined,
+          })
+          .filter((item) => matchesFields(route.resource, item, fields)),
       );
       fromRevision = this.store.currentRevision;
     } else {
@@ -611,6 +669,7 @@ function discoveryDocument(path: string): Json | undefined {
             ...(name === 'services' ? { shortNames: ['svc'] } : {}),
             ...(name === 'nodes' ? { shortNames: ['no'] } : {}),
             ...(name === 'events' ? { shortNames: ['ev'] } : {}),
+            ...(name === 'namespaces' ? { shortNames: ['ns'] } : {}),
           })),
           ...Object.entries(resources)
             .filter(([, resource]) => resource.hasStatusSubresource)
@@ -625,5 +684,54 @@ function discoveryDocument(path: string): Json | undefined {
       };
     default:
       return undefined;
+  }
+}
+
+function object(value: Json | undefined): JsonObject {
+  return isJsonObject(value) ? value : {};
+}
+
+/**
+ * How a write runs: for real, or with `dryRun=All` checked and answered but kept nowhere (what
+ * `kubectl … --dry-run=server` and `kubectl diff` send). The only other value the API server
+ * knows is none at all.
+ */
+function writeMode(
+  method: string,
+  query: URLSearchParams,
+  deleteOptions: Json,
+  store: { dryRun<T>(write: () => T): T },
+): <T>(write: () => T) => T {
+  const inBody = object(deleteOptions).dryRun;
+  const dryRun = [
+    ...query.getAll('dryRun'),
+    ...(Array.isArray(inBody)
+      ? inBody.map((value) => JSON.stringify(value).replace(/^"|"$/g, ''))
+      : []),
+  ];
+  if (dryRun.length === 0 || method === 'GET') return (write) => write();
+  if (dryRun.some((value) => value !== 'All')) {
+    throw new KubeApiError(
+      400,
+      'BadRequest',
+      `dryRun: Unsupported value: ${JSON.stringify(dryRun.join(','))}: supported values: "All"`,
+    );
+  }
+  return (write) => store.dryRun(write);
+}
+
+/** DeleteOptions' preconditions: the object must still be the one the caller saw. */
+function checkPreconditions(current: StoredObject, deleteOptions: Json): void {
+  const preconditions = object(object(deleteOptions).preconditions);
+  for (const field of ['uid', 'resourceVersion'] as const) {
+    const expected = preconditions[field];
+    const actual = current.metadata[field];
+    if (typeof expected === 'string' && expected !== actual) {
+      throw new KubeApiError(
+        409,
+        'Conflict',
+        `Precondition failed: ${field === 'uid' ? 'UID' : 'ResourceVersion'} in precondition: ${expected}, ${field === 'uid' ? 'UID' : 'ResourceVersion'} in object meta: ${typeof actual === 'string' ? actual : ''}`,
+      );
+    }
   }
 }

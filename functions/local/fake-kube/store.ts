@@ -93,7 +93,9 @@ export class ObjectStore {
   private compactedRevision = 0;
   private readonly listeners = new Set<Listener>();
   private nextClusterIp = 1;
-  private readonly usedNodePorts = new Set<number>();
+  private usedNodePorts = new Set<number>();
+  /** Inside `dryRun`: writes are answered but neither kept nor heard by watches. */
+  private dryRunning = false;
 
   get currentRevision(): number {
     return this.revision;
@@ -231,6 +233,31 @@ export class ObjectStore {
   }
 
   /**
+   * Runs a write as `dryRun=All` does: checked, defaulted and answered as it would be, but nothing
+   * is kept, no resourceVersion is used up and no watch hears of it. Stored objects are replaced,
+   * never changed in place, so copies of the tables are enough to put everything back.
+   */
+  dryRun<T>(write: () => T): T {
+    const saved = {
+      revision: this.revision,
+      objects: new Map([...this.objects].map(([resource, table]) => [resource, new Map(table)])),
+      nextClusterIp: this.nextClusterIp,
+      usedNodePorts: new Set(this.usedNodePorts),
+    };
+    this.dryRunning = true;
+    try {
+      return write();
+    } finally {
+      this.dryRunning = false;
+      this.revision = saved.revision;
+      this.objects.clear();
+      for (const [resource, table] of saved.objects) this.objects.set(resource, table);
+      this.nextClusterIp = saved.nextClusterIp;
+      this.usedNodePorts = saved.usedNodePorts;
+    }
+  }
+
+  /**
    * Replays history after `fromRevision` to `listener`, then streams live events until the returned
    * function is called. Throws 410 Gone when that history has been compacted away.
    */
@@ -314,8 +341,10 @@ export class ObjectStore {
       resourceVersion: this.revision,
       object: structuredClone(object),
     };
-    this.history.push(event);
-    for (const listener of [...this.listeners]) listener(event);
+    if (!this.dryRunning) {
+      this.history.push(event);
+      for (const listener of [...this.listeners]) listener(event);
+    }
     return structuredClone(object);
   }
 
