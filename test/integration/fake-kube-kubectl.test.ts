@@ -160,6 +160,42 @@ describe.skipIf(!hasKubectl)(
       expect(result.stdout).toContain('service/awaited condition met');
     });
 
+    it('apply -f needs no --validate=false: the server validates fields, and names an unknown one', async () => {
+      const manifest = (extra: Record<string, unknown> = {}) =>
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'applied', namespace: 'default' },
+          spec: { type: 'LoadBalancer', ports: [{ port: 80, targetPort: 8080, ...extra }] },
+        });
+      const file = join(dir, 'applied.json');
+      writeFileSync(file, manifest());
+      const created = await kubectl('apply', '-f', file);
+      expect(created.stdout, created.stderr).toContain('service/applied created');
+      writeFileSync(file, manifest({ name: 'http' }));
+      const configured = await kubectl('apply', '-f', file);
+      expect(configured.stdout, configured.stderr).toContain('service/applied configured');
+      writeFileSync(file, manifest({ colour: 'red' }));
+      const refused = await kubectl('apply', '-f', file);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(
+        'strict decoding error: unknown field "spec.ports[0].colour"',
+      );
+      const stored = kube.store.get('services', 'default', 'applied');
+      expect(JSON.stringify(stored.spec)).toContain('"name":"http"');
+      expect(JSON.stringify(stored.spec)).not.toContain('colour');
+      kube.store.delete('services', 'default', 'applied');
+    });
+
+    it('explain reads the OpenAPI document, and the server version gives kubectl no skew warning', async () => {
+      const explained = await kubectl('explain', 'service.spec.ports');
+      expect(explained.stdout, explained.stderr).toContain('FIELD: ports <[]ServicePort>');
+      expect(explained.stdout).toMatch(/^ {2}nodePort\t<integer>$/m);
+      const version = await kubectl('version');
+      expect(version.stdout, version.stderr).toContain('Server Version: v1.33.0');
+      expect(version.stderr).not.toContain('version difference');
+    });
+
     it('--dry-run=server changes nothing: delete, patch, create and diff', async () => {
       loadBalancer('kept');
       const before = kube.store.get('services', 'default', 'kept');

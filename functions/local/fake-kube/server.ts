@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { matchesFields, parseFieldSelector } from './field-selectors';
+import { openApiDocument, unknownFields, withoutFields } from './openapi';
 import { isJsonObject, type Json, type JsonObject } from './patches';
 import {
   authenticatedGroup,
@@ -235,12 +236,28 @@ export class FakeKubeApiServer {
       }
       this.injectFailure(method, url.pathname);
       if (url.pathname === '/version') {
-        sendJson(res, 200, { major: '1', minor: '34', gitVersion: 'v1.34.0-fake' });
+        // One minor version from the kubectl 1.32 to 1.34 engineers have: no version-skew warning.
+        sendJson(res, 200, {
+          major: '1',
+          minor: '33',
+          gitVersion: 'v1.33.0',
+          platform: 'linux/amd64',
+        });
         return;
       }
       const discovery = discoveryDocument(url.pathname);
       if (discovery !== undefined && method === 'GET') {
         sendJson(res, 200, discovery);
+        return;
+      }
+      const openapi = openApiDocument(url.pathname);
+      if (openapi !== undefined && method === 'GET') {
+        // Served as JSON only: a client that takes only the protobuf form is told so.
+        const accept = req.headers.accept ?? '*/*';
+        if (!/application\/json|\*\/\*/.test(accept)) {
+          throw new KubeApiError(406, 'NotAcceptable', `only application/json is served here`);
+        }
+        sendJson(res, 200, openapi);
         return;
       }
       const route = parseRoute(url.pathname);
@@ -275,6 +292,7 @@ export class FakeKubeApiServer {
     const { resource, namespace, name, subresource } = route;
     const ns = namespace ?? '';
     const write = writeMode(method, query, method === 'DELETE' ? body : null, this.store);
+    const checked = (given: Json): Json => checkFields(resource, given, query, res);
     const table = requestedTableVersion(req.headers.accept);
     // What kubectl get asks for: the server's own columns, the object as it asked (metadata).
     const asTable = (objects: StoredObject[], listMetadata?: JsonObject): JsonObject =>
@@ -301,7 +319,7 @@ export class FakeKubeApiServer {
         sendJson(
           res,
           201,
-          write(() => this.store.create(resource, ns, body)),
+          write(() => this.store.create(resource, ns, checked(body))),
         );
       } else {
         throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed on a collection`);
@@ -318,7 +336,7 @@ export class FakeKubeApiServer {
         sendJson(
           res,
           200,
-          write(() => this.store.update(resource, ns, name, body, subresource)),
+          write(() => this.store.update(resource, ns, name, checked(body), subresource)),
         );
         return;
       case 'PATCH': {
@@ -334,7 +352,17 @@ export class FakeKubeApiServer {
         sendJson(
           res,
           200,
-          write(() => this.store.patch(resource, ns, name, type, body, subresource)),
+          write(() =>
+            this.store.patch(
+              resource,
+              ns,
+              name,
+              type,
+              // A JSON patch names paths, not fields: merge patches are checked field by field.
+              type === 'json' ? body : checked(body),
+              subresource,
+            ),
+          ),
         );
         return;
       }
@@ -734,4 +762,47 @@ function checkPreconditions(current: StoredObject, deleteOptions: Json): void {
       );
     }
   }
+}
+
+/**
+ * `fieldValidation` as the API server applies it to a body: Strict refuses fields the kind's
+ * schema does not know (kubectl sends Strict once the OpenAPI document says the server checks),
+ * Warn (the default) drops them with a Warning header each, Ignore drops them silently.
+ */
+function checkFields(
+  resource: ResourceName,
+  body: Json,
+  query: URLSearchParams,
+  res: ServerResponse,
+): Json {
+  const mode = query.get('fieldValidation') ?? 'Warn';
+  if (mode !== 'Strict' && mode !== 'Warn' && mode !== 'Ignore') {
+    throw new KubeApiError(
+      400,
+      'BadRequest',
+      `fieldValidation: Unsupported value: ${JSON.stringify(mode)}: supported values: "Ignore", "Strict", "Warn"`,
+    );
+  }
+  const unknown = unknownFields(resource, body).map((path) => path.slice(1));
+  if (unknown.length === 0) return body;
+  const kind = resources[resource].kind;
+  if (mode === 'Strict') {
+    throw new KubeApiError(
+      400,
+      'BadRequest',
+      `${kind} in version "v1" cannot be handled as a ${kind}: strict decoding error: ${unknown
+        .map((field) => `unknown field ${JSON.stringify(field)}`)
+        .join(', ')}`,
+    );
+  }
+  if (mode === 'Warn') {
+    res.setHeader(
+      'Warning',
+      unknown.map((field) => `299 - ${JSON.stringify(`unknown field ${JSON.stringify(field)}`)}`),
+    );
+  }
+  return withoutFields(
+    body,
+    unknown.map((field) => `.${field}`),
+  );
 }
