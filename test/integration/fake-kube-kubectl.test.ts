@@ -196,6 +196,31 @@ describe.skipIf(!hasKubectl)(
       expect(version.stderr).not.toContain('version difference');
     });
 
+    it('create service loadbalancer and create namespace: kubectl sends protobuf, and the server reads it', async () => {
+      const created = await kubectl('create', 'service', 'loadbalancer', 'made', '--tcp=443:8443');
+      expect(created.stdout, created.stderr).toContain('service/made created');
+      const made = kube.store.get('services', 'default', 'made');
+      expect(made.metadata.labels).toEqual({ app: 'made' });
+      expect(made.spec).toMatchObject({
+        type: 'LoadBalancer',
+        selector: { app: 'made' },
+        ports: [{ name: '443-8443', port: 443, targetPort: 8443, protocol: 'TCP' }],
+      });
+      const named = await kubectl('create', 'service', 'clusterip', 'named', '--tcp=80:http');
+      expect(named.stdout, named.stderr).toContain('service/named created');
+      expect(kube.store.get('services', 'default', 'named').spec).toMatchObject({
+        ports: [{ port: 80, targetPort: 'http' }],
+      });
+      const namespace = await kubectl('create', 'namespace', 'team-a');
+      expect(namespace.stdout, namespace.stderr).toContain('namespace/team-a created');
+      expect((await kubectl('get', 'ns', 'team-a')).stdout).toMatch(/^team-a +Active +\d+s$/m);
+      const protobuf = kube.requests.filter(
+        (r) => r.method === 'POST' && r.contentType === 'application/vnd.kubernetes.protobuf',
+      );
+      expect(protobuf.map((r) => r.status)).toEqual([201, 201, 201]);
+      for (const name of ['made', 'named']) kube.store.delete('services', 'default', name);
+    });
+
     it('--dry-run=server changes nothing: delete, patch, create and diff', async () => {
       loadBalancer('kept');
       const before = kube.store.get('services', 'default', 'kept');

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { matchesFields, parseFieldSelector } from './field-selectors';
 import { openApiDocument, unknownFields, withoutFields } from './openapi';
+import { decodeProtobufBody } from './protobuf';
 import { isJsonObject, type Json, type JsonObject } from './patches';
 import {
   authenticatedGroup,
@@ -264,7 +265,7 @@ export class FakeKubeApiServer {
       // DELETE may carry DeleteOptions (kubectl puts its dryRun and preconditions there).
       const body =
         method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE'
-          ? await readJson(req)
+          ? await readBody(req, method === 'DELETE' ? undefined : route.resource)
           : null;
       this.dispatch(method, route, url.searchParams, req, res, body);
     } catch (error) {
@@ -599,10 +600,21 @@ function parseRoute(path: string): Route {
   return { resource: resource as ResourceName, namespace, name, subresource };
 }
 
-async function readJson(req: IncomingMessage): Promise<Json> {
+/** A request body: JSON, or (for the kinds protobuf.ts reads) Kubernetes' protobuf encoding. */
+async function readBody(
+  req: IncomingMessage,
+  /** The kind a protobuf body must hold; none for DeleteOptions, which is read only as JSON. */
+  resource: ResourceName | undefined,
+): Promise<Json> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
+  const bytes = Buffer.concat(chunks);
+  const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
+  if (contentType === 'application/vnd.kubernetes.protobuf' && bytes.length > 0) {
+    if (resource === undefined) return null;
+    return decodeProtobufBody(resource, bytes);
+  }
+  const text = bytes.toString('utf8');
   if (text.trim() === '') return null;
   try {
     return JSON.parse(text) as Json;

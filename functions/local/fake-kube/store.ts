@@ -166,6 +166,13 @@ export class ObjectStore {
     delete object.metadata.deletionTimestamp;
     if (!kind.keepsStatusOnCreate) object.status = {};
     if (resource === 'services') this.defaultService(object);
+    // As the namespace controller leaves a new namespace: Active, with its finalizer.
+    if (resource === 'namespaces') {
+      object.spec = isJsonObject(object.spec) ? object.spec : {};
+      object.spec.finalizers ??= ['kubernetes'];
+      object.status = isJsonObject(object.status) ? object.status : {};
+      object.status.phase ??= 'Active';
+    }
     return this.commit(resource, 'ADDED', object);
   }
 
