@@ -221,6 +221,62 @@ describe.skipIf(!hasKubectl)(
       for (const name of ['made', 'named']) kube.store.delete('services', 'default', name);
     });
 
+    it('apply --server-side: creates, keeps who owns what, refuses a conflict by name unless forced, and drops what it no longer applies', async () => {
+      const manifest = (targetPort: number, labels?: Record<string, string>) =>
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: 'owned', namespace: 'default', ...(labels ? { labels } : {}) },
+          spec: { type: 'LoadBalancer', ports: [{ port: 80, targetPort }] },
+        });
+      const file = join(dir, 'owned.json');
+      writeFileSync(file, manifest(8080, { team: 'a' }));
+      const created = await kubectl('apply', '--server-side', '-f', file);
+      expect(created.stdout, created.stderr).toContain('service/owned serverside-applied');
+      const managers = () =>
+        (
+          kube.store.get('services', 'default', 'owned').metadata.managedFields as {
+            manager: string;
+            operation: string;
+          }[]
+        ).map((entry) => `${entry.manager}/${entry.operation}`);
+      expect(managers()).toEqual(['kubectl/Apply']);
+      // Another manager changes a field kubectl applied.
+      const patched = await kubectl(
+        'patch',
+        'service',
+        'owned',
+        '--field-manager=platform-bot',
+        '--type=merge',
+        '-p',
+        '{"spec":{"ports":[{"port":80,"protocol":"TCP","targetPort":9000}]}}',
+      );
+      expect(patched.status, patched.stderr).toBe(0);
+      expect(managers()).toEqual(['kubectl/Apply', 'platform-bot/Update']);
+      writeFileSync(file, manifest(8081, { team: 'a' }));
+      const refused = await kubectl('apply', '--server-side', '-f', file);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain(
+        'Apply failed with 1 conflict: conflict with "platform-bot": .spec.ports[port=80,protocol="TCP"].targetPort',
+      );
+      const targetPort = () => {
+        const spec = kube.store.get('services', 'default', 'owned').spec as {
+          ports: { targetPort: number }[];
+        };
+        return spec.ports[0]?.targetPort;
+      };
+      expect(targetPort()).toBe(9000);
+      const forced = await kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
+      expect(forced.stdout, forced.stderr).toContain('serverside-applied');
+      expect(targetPort()).toBe(8081);
+      // The label is no longer applied, and nobody else holds it: it goes.
+      writeFileSync(file, manifest(8081));
+      const dropped = await kubectl('apply', '--server-side', '-f', file);
+      expect(dropped.status, dropped.stderr).toBe(0);
+      expect(kube.store.get('services', 'default', 'owned').metadata.labels).toBeUndefined();
+      kube.store.delete('services', 'default', 'owned');
+    });
+
     it('--dry-run=server changes nothing: delete, patch, create and diff', async () => {
       loadBalancer('kept');
       const before = kube.store.get('services', 'default', 'kept');
@@ -250,6 +306,10 @@ describe.skipIf(!hasKubectl)(
       );
       const created = await kubectl('create', '--validate=false', '--dry-run=server', '-f', file);
       expect(created.stdout, created.stderr).toContain('service/dry created (server dry run)');
+      const applied = await kubectl('apply', '--server-side', '--dry-run=server', '-f', file);
+      expect(applied.stdout, applied.stderr).toContain(
+        'service/dry serverside-applied (server dry run)',
+      );
       const diff = await kubectl('diff', '-f', file);
       expect(diff.stdout, diff.stderr).toContain('+  name: dry');
       expect(kube.store.get('services', 'default', 'kept')).toEqual(before);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, loadYaml } from '@kubernetes/client-node';
 import { matchesFields, parseFieldSelector } from './field-selectors';
 import { openApiDocument, unknownFields, withoutFields } from './openapi';
 import { decodeProtobufBody } from './protobuf';
@@ -294,6 +294,8 @@ export class FakeKubeApiServer {
     const ns = namespace ?? '';
     const write = writeMode(method, query, method === 'DELETE' ? body : null, this.store);
     const checked = (given: Json): Json => checkFields(resource, given, query, res);
+    // Who writes, for managedFields: the fieldManager asked for, else the client's name.
+    const manager = query.get('fieldManager') ?? managerOf(req.headers['user-agent']);
     const table = requestedTableVersion(req.headers.accept);
     // What kubectl get asks for: the server's own columns, the object as it asked (metadata).
     const asTable = (objects: StoredObject[], listMetadata?: JsonObject): JsonObject =>
@@ -320,7 +322,7 @@ export class FakeKubeApiServer {
         sendJson(
           res,
           201,
-          write(() => this.store.create(resource, ns, checked(body))),
+          write(() => this.store.create(resource, ns, checked(body), manager)),
         );
       } else {
         throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed on a collection`);
@@ -337,11 +339,15 @@ export class FakeKubeApiServer {
         sendJson(
           res,
           200,
-          write(() => this.store.update(resource, ns, name, checked(body), subresource)),
+          write(() => this.store.update(resource, ns, name, checked(body), subresource, manager)),
         );
         return;
       case 'PATCH': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+        if (contentType === 'application/apply-patch+yaml' && subresource === undefined) {
+          this.serverSideApply(route, query, res, checked(body), write);
+          return;
+        }
         const type = patchTypes[contentType];
         if (type === undefined) {
           throw new KubeApiError(
@@ -362,6 +368,7 @@ export class FakeKubeApiServer {
               // A JSON patch names paths, not fields: merge patches are checked field by field.
               type === 'json' ? body : checked(body),
               subresource,
+              manager,
             ),
           ),
         );
@@ -376,6 +383,33 @@ export class FakeKubeApiServer {
       default:
         throw new KubeApiError(405, 'MethodNotAllowed', `${method} is not allowed`);
     }
+  }
+
+  /** `kubectl apply --server-side`: the manager is required, `force` takes fields over. */
+  private serverSideApply(
+    route: Route,
+    query: URLSearchParams,
+    res: ServerResponse,
+    config: Json,
+    write: <T>(run: () => T) => T,
+  ): void {
+    const manager = query.get('fieldManager');
+    if (manager === null || manager === '') {
+      throw new KubeApiError(
+        400,
+        'BadRequest',
+        'PATCH /apply requests require the fieldManager query parameter',
+      );
+    }
+    const force = query.get('force') === 'true';
+    const { resource, namespace, name } = route;
+    const existed = this.store
+      .list(resource, { namespace })
+      .some((object) => object.metadata.name === name);
+    const applied = write(() =>
+      this.store.apply(resource, namespace ?? '', name ?? '', config, manager, force),
+    );
+    sendJson(res, existed ? 200 : 201, applied);
   }
 
   private list(route: Route, query: URLSearchParams): JsonObject {
@@ -619,8 +653,26 @@ async function readBody(
   try {
     return JSON.parse(text) as Json;
   } catch {
+    // A server-side apply body is YAML (kubectl sends JSON, which is YAML too).
+    if (contentType === 'application/apply-patch+yaml') {
+      try {
+        return loadYaml<Json>(text);
+      } catch (error) {
+        throw new KubeApiError(
+          400,
+          'BadRequest',
+          `the apply body is not valid YAML: ${String(error)}`,
+        );
+      }
+    }
     throw new KubeApiError(400, 'BadRequest', 'the request body is not valid JSON');
   }
+}
+
+/** As the API server names a writer that gave no fieldManager: its user agent's first word. */
+function managerOf(userAgent: string | undefined): string {
+  const name = (userAgent ?? '').split('/')[0]?.trim() ?? '';
+  return name === '' ? 'unknown' : name;
 }
 
 function decodeContinue(token: string): { snapshot: string; offset: number } | undefined {

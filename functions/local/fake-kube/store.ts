@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import { applyConfig, ApplyConflictError, recordUpdate } from './managed-fields';
 import {
   applyJsonPatch,
   applyMergePatch,
@@ -126,7 +127,8 @@ export class ObjectStore {
     return structuredClone(this.mustFind(resource, namespace, name));
   }
 
-  create(resource: ResourceName, namespace: string, body: Json): StoredObject {
+  /** `manager`: who writes (`fieldManager`), for managedFields; none leaves them as sent. */
+  create(resource: ResourceName, namespace: string, body: Json, manager?: string): StoredObject {
     const kind = resources[resource];
     if (!isJsonObject(body) || !isJsonObject(body.metadata)) {
       throw new KubeApiError(
@@ -173,6 +175,7 @@ export class ObjectStore {
       object.status = isJsonObject(object.status) ? object.status : {};
       object.status.phase ??= 'Active';
     }
+    if (manager !== undefined) recordUpdate(undefined, object, manager, now(), body);
     return this.commit(resource, 'ADDED', object);
   }
 
@@ -183,6 +186,7 @@ export class ObjectStore {
     name: string,
     body: Json,
     subresource?: 'status',
+    manager?: string,
   ): StoredObject {
     const current = this.mustFind(resource, namespace, name);
     if (!isJsonObject(body) || !isJsonObject(body.metadata)) {
@@ -192,7 +196,47 @@ export class ObjectStore {
     if (expected !== undefined && expected !== current.metadata.resourceVersion) {
       throw conflict(resource, name);
     }
-    return this.write(resource, current, body as StoredObject, subresource);
+    return this.write(resource, current, body as StoredObject, subresource, manager);
+  }
+
+  /**
+   * Server-side apply (`application/apply-patch+yaml`): creates the object or merges the
+   * manager's intent into it, with the ownership rules of managed-fields.ts.
+   */
+  apply(
+    resource: ResourceName,
+    namespace: string,
+    name: string,
+    config: Json,
+    manager: string,
+    force: boolean,
+  ): StoredObject {
+    if (!isJsonObject(config) || !isJsonObject(config.metadata)) {
+      throw new KubeApiError(400, 'BadRequest', 'an apply body must be an object with metadata');
+    }
+    if (config.metadata.name !== undefined && config.metadata.name !== name) {
+      throw new KubeApiError(
+        400,
+        'BadRequest',
+        `the name of the object (${JSON.stringify(config.metadata.name)}) does not match the name in the URL (${name})`,
+      );
+    }
+    const kind = resources[resource];
+    const current = this.table(resource).get(storageKey(kind.namespaced ? namespace : '', name));
+    let applied: StoredObject;
+    try {
+      applied = applyConfig(current, config, manager, force, now());
+    } catch (error) {
+      if (error instanceof ApplyConflictError) {
+        throw new KubeApiError(409, 'Conflict', error.message, { kind: resource, name });
+      }
+      throw error;
+    }
+    if (current === undefined) {
+      applied.metadata.name = name;
+      return this.create(resource, namespace, applied);
+    }
+    return this.write(resource, current, applied, undefined);
   }
 
   patch(
@@ -202,6 +246,7 @@ export class ObjectStore {
     type: PatchType,
     body: Json,
     subresource?: 'status',
+    manager?: string,
   ): StoredObject {
     const current = this.mustFind(resource, namespace, name);
     let patched: Json;
@@ -219,7 +264,7 @@ export class ObjectStore {
     // A patch that names a resourceVersion is a precondition, as on a real API server.
     const precondition = patched.metadata.resourceVersion;
     if (precondition !== current.metadata.resourceVersion) throw conflict(resource, name);
-    return this.write(resource, current, patched as StoredObject, subresource);
+    return this.write(resource, current, patched as StoredObject, subresource, manager);
   }
 
   /**
@@ -288,6 +333,7 @@ export class ObjectStore {
     current: StoredObject,
     proposed: StoredObject,
     subresource: 'status' | undefined,
+    manager?: string,
   ): StoredObject {
     const kind = resources[resource];
     let next: StoredObject;
@@ -317,6 +363,9 @@ export class ObjectStore {
     next.metadata.resourceVersion = current.metadata.resourceVersion ?? null;
     // A write that changes nothing keeps the resourceVersion and sends no watch event.
     if (isDeepStrictEqual(next, current)) return structuredClone(current);
+    if (manager !== undefined && subresource === undefined) {
+      recordUpdate(current, next, manager, now());
+    }
     const finalizers = next.metadata.finalizers;
     const noFinalizers = !Array.isArray(finalizers) || finalizers.length === 0;
     if (next.metadata.deletionTimestamp !== undefined && noFinalizers) {
@@ -490,4 +539,9 @@ export function matchesLabels(object: StoredObject, requirements: LabelRequireme
         return value === undefined;
     }
   });
+}
+
+/** Timestamps as the API server writes them: RFC 3339 to the second. */
+function now(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
