@@ -101,6 +101,19 @@ describe.skipIf(!hasKubectl)(
         /^default +listed +LoadBalancer +10\.96\.\d+\.\d+ +listed\.elb\.example +80:3\d{4}\/TCP +\d+s$/m,
       );
       expect(services.stdout).toMatch(/^default +waiting +LoadBalancer .* <pending> /m);
+      // Label selectors, set-based too, on the two Services labelled here.
+      kube.store.patch('services', 'default', 'listed', 'merge', {
+        metadata: { labels: { app: 'listed' } },
+      });
+      kube.store.patch('services', 'default', 'waiting', 'merge', {
+        metadata: { labels: { app: 'waiting' } },
+      });
+      const inSet = await kubectl('get', 'svc', '-l', 'app in (listed,other)');
+      expect(inSet.stdout, inSet.stderr).toMatch(/^listed /m);
+      expect(inSet.stdout).not.toMatch(/^waiting /m);
+      const notInSet = await kubectl('get', 'svc', '-l', 'app notin (listed)');
+      expect(notInSet.stdout, notInSet.stderr).toMatch(/^waiting /m);
+      expect(notInSet.stdout).not.toMatch(/^listed /m);
       const wide = await kubectl('get', 'svc', 'listed', '-o', 'wide');
       expect(wide.stdout).toMatch(/ SELECTOR\n/);
       expect(wide.stdout).toMatch(/ app=listed\n/);

@@ -506,13 +506,24 @@ function storageKey(namespace: string, name: string): string {
 }
 
 type LabelRequirement =
-  { op: '=' | '!='; key: string; value: string } | { op: 'exists' | '!exists'; key: string };
+  | { op: '=' | '!='; key: string; value: string }
+  | { op: 'exists' | '!exists'; key: string }
+  | { op: 'in' | 'notin'; key: string; values: string[] };
 
-/** Equality-based selectors (`a=b`, `a==b`, `a!=b`, `a`, `!a`), comma-separated. */
+/**
+ * Label selectors as the API server reads them: equality (`a=b`, `a==b`, `a!=b`), existence
+ * (`a`, `!a`) and sets (`a in (x,y)`, `a notin (x,y)`), comma-separated outside parentheses.
+ */
 export function parseLabelSelector(selector: string | undefined): LabelRequirement[] {
   if (selector === undefined || selector.trim() === '') return [];
-  return selector.split(',').map((part): LabelRequirement => {
+  return splitOutsideParentheses(selector).map((part): LabelRequirement => {
     const term = part.trim();
+    const set = /^([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term);
+    if (set) {
+      const [, key = '', op, list = ''] = set;
+      const values = list.split(',').map((value) => value.trim());
+      return { op: op === 'notin' ? 'notin' : 'in', key, values };
+    }
     const match = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
     if (match) {
       const [, key = '', op, value = ''] = match;
@@ -522,6 +533,24 @@ export function parseLabelSelector(selector: string | undefined): LabelRequireme
     if (/^[\w./-]+$/.test(term)) return { op: 'exists', key: term };
     throw new KubeApiError(400, 'BadRequest', `unable to parse requirement: ${term}`);
   });
+}
+
+function splitOutsideParentheses(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const char of text) {
+    if (char === '(') depth++;
+    if (char === ')') depth = Math.max(0, depth - 1);
+    if (char === ',' && depth === 0) {
+      parts.push(current);
+      current = '';
+    } else {
+      current += char;
+    }
+  }
+  parts.push(current);
+  return parts;
 }
 
 export function matchesLabels(object: StoredObject, requirements: LabelRequirement[]): boolean {
@@ -537,6 +566,10 @@ export function matchesLabels(object: StoredObject, requirements: LabelRequireme
         return value !== undefined;
       case '!exists':
         return value === undefined;
+      case 'in':
+        return typeof value === 'string' && req.values.includes(value);
+      case 'notin':
+        return typeof value !== 'string' || !req.values.includes(value);
     }
   });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { JsonObject } from '../../../functions/local/fake-kube/patches';
 import {
   ApplyConflictError,
   applyConfig,
@@ -6,11 +7,11 @@ import {
 } from '../../../functions/local/fake-kube/managed-fields';
 
 const now = '2026-01-01T00:00:00Z';
-const service = (ports: object[], extra: object = {}) => ({
+const service = (ports: JsonObject[], extra: JsonObject = {}) => ({
   apiVersion: 'v1',
   kind: 'Service',
-  metadata: { name: 'web', namespace: 'default', ...extra },
-  spec: { type: 'LoadBalancer', ports },
+  metadata: { name: 'web', namespace: 'default', ...extra } as JsonObject,
+  spec: { type: 'LoadBalancer', ports } as JsonObject,
 });
 const owners = (object: { metadata: Record<string, unknown> }) =>
   (object.metadata.managedFields as { manager: string; operation: string }[] | undefined)?.map(
@@ -20,7 +21,10 @@ const owners = (object: { metadata: Record<string, unknown> }) =>
 describe('field ownership', () => {
   it('a create owns what it sent, not what the server filled in', () => {
     const sent = service([{ port: 80 }]);
-    const stored = { ...structuredClone(sent), spec: { ...sent.spec, clusterIP: '10.96.0.1' } };
+    const stored = {
+      ...structuredClone(sent),
+      spec: { ...sent.spec, clusterIP: '10.96.0.1' } as JsonObject,
+    };
     recordUpdate(undefined, stored, 'kubectl-create', now, sent);
     const fields = JSON.stringify(stored.metadata.managedFields);
     expect(fields).toContain('"f:type":{}');
@@ -59,7 +63,7 @@ describe('field ownership', () => {
   it('a port another manager added stays when an apply does not mention it; one it applied before goes', () => {
     const first = applyConfig(undefined, service([{ port: 80 }, { port: 81 }]), 'ci', false, now);
     const added = structuredClone(first);
-    (added.spec as { ports: object[] }).ports.push({ port: 443, protocol: 'TCP' });
+    (added.spec as { ports: JsonObject[] }).ports.push({ port: 443, protocol: 'TCP' });
     recordUpdate(first, added, 'platform-bot', now);
     const next = applyConfig(added, service([{ port: 80 }]), 'ci', false, now);
     expect((next.spec as { ports: { port: number }[] }).ports.map((p) => p.port)).toEqual([
