@@ -1,6 +1,7 @@
 import {
   ApiException,
   CoreV1Api,
+  DiscoveryV1Api,
   KubeConfig,
   PatchStrategy,
   setHeaderOptions,
@@ -478,6 +479,72 @@ describe('events', () => {
       strategic,
     );
     expect(bumped.count).toBe(2);
+  });
+});
+
+describe('EndpointSlices (discovery.k8s.io/v1)', () => {
+  const slice = (name: string, service: string, ips: string[], ready = true) => ({
+    metadata: { name, namespace: 'default', labels: { 'kubernetes.io/service-name': service } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: ips.map((ip) => ({
+      addresses: [ip],
+      conditions: { ready },
+      targetRef: { kind: 'Pod', namespace: 'default', name: `pod-${ip}` },
+    })),
+  });
+
+  it('are served under their group: created, listed by the service-name label, watched', async () => {
+    const discovery = server.kubeConfig().makeApiClient(DiscoveryV1Api);
+    const created = await discovery.createNamespacedEndpointSlice({
+      namespace: 'default',
+      body: slice('web-abc', 'web', ['10.0.1.5', '10.0.1.6']),
+    });
+    expect(created.apiVersion).toBe('discovery.k8s.io/v1');
+    expect(created.endpoints?.map((e) => e.addresses[0])).toEqual(['10.0.1.5', '10.0.1.6']);
+    await discovery.createNamespacedEndpointSlice({
+      namespace: 'default',
+      body: slice('other-xyz', 'other', ['10.0.2.5']),
+    });
+    const listed = await discovery.listNamespacedEndpointSlice({
+      namespace: 'default',
+      labelSelector: 'kubernetes.io/service-name=web',
+    });
+    expect(listed.apiVersion).toBe('discovery.k8s.io/v1');
+    expect(listed.items.map((s) => s.metadata?.name)).toEqual(['web-abc']);
+    const events: string[] = [];
+    const watch = await new Watch(server.kubeConfig()).watch(
+      '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices',
+      {
+        labelSelector: 'kubernetes.io/service-name=web',
+        resourceVersion: listed.metadata?.resourceVersion,
+      },
+      (type: string, object: { endpoints?: { addresses: string[] }[] }) =>
+        events.push(`${type} ${object.endpoints?.length ?? 0}`),
+      () => undefined,
+    );
+    await discovery.replaceNamespacedEndpointSlice({
+      name: 'web-abc',
+      namespace: 'default',
+      body: { ...created, endpoints: created.endpoints?.slice(0, 1) ?? [] },
+    });
+    await discovery.deleteNamespacedEndpointSlice({ name: 'other-xyz', namespace: 'default' });
+    await vi.waitFor(() => expect(events).toEqual(['MODIFIED 1']));
+    watch.abort();
+  });
+
+  it('are not found under the core path, and core kinds not under the group', async () => {
+    const found = await fetch(`${server.url}/api/v1/namespaces/default/endpointslices`, {
+      headers: { authorization: 'Bearer fake-token' },
+    });
+    expect(found.status).toBe(404);
+    const wrong = await fetch(
+      `${server.url}/apis/discovery.k8s.io/v1/namespaces/default/services`,
+      {
+        headers: { authorization: 'Bearer fake-token' },
+      },
+    );
+    expect(wrong.status).toBe(404);
   });
 });
 

@@ -290,6 +290,32 @@ describe.skipIf(!hasKubectl)(
       kube.store.delete('services', 'default', 'owned');
     });
 
+    it('EndpointSlices of discovery.k8s.io/v1: get with their columns, explain, api-resources', async () => {
+      kube.store.create('endpointslices', 'default', {
+        metadata: { name: 'web-abc', labels: { 'kubernetes.io/service-name': 'web' } },
+        addressType: 'IPv4',
+        ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+        endpoints: ['10.0.1.5', '10.0.1.6', '10.0.1.7', '10.0.1.8'].map((ip) => ({
+          addresses: [ip],
+          conditions: { ready: true },
+          targetRef: { kind: 'Pod', name: `pod-${ip}` },
+        })),
+      });
+      const slices = await kubectl('get', 'endpointslices', '-l', 'kubernetes.io/service-name=web');
+      expect(slices.stdout, slices.stderr).toMatch(/^NAME +ADDRESSTYPE +PORTS +ENDPOINTS +AGE$/m);
+      expect(slices.stdout).toMatch(
+        /^web-abc +IPv4 +8080 +10\.0\.1\.5,10\.0\.1\.6,10\.0\.1\.7 \+ 1 more\.\.\. +\d+s$/m,
+      );
+      const explained = await kubectl('explain', 'endpointslice.endpoints.conditions');
+      expect(explained.stdout, explained.stderr).toContain('GROUP:      discovery.k8s.io');
+      expect(explained.stdout).toMatch(/^ {2}terminating\t<boolean>$/m);
+      const resources = await kubectl('api-resources');
+      expect(resources.stdout, resources.stderr).toMatch(
+        /^endpointslices +discovery\.k8s\.io\/v1 +true +EndpointSlice$/m,
+      );
+      kube.store.delete('endpointslices', 'default', 'web-abc');
+    });
+
     it('--dry-run=server changes nothing: delete, patch, create and diff', async () => {
       loadBalancer('kept');
       const before = kube.store.get('services', 'default', 'kept');

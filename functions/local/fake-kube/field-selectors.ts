@@ -1,5 +1,6 @@
 import { isJsonObject, type Json } from './patches';
-import { KubeApiError, type ResourceName, type StoredObject } from './store';
+import { KubeApiError } from './api-error';
+import type { ResourceName, StoredObject } from './store';
 
 /**
  * Field selectors (`?fieldSelector=`), as the API server serves them for these kinds: only the
@@ -26,6 +27,7 @@ const fieldsOf: Record<ResourceName, readonly string[]> = {
     'type',
   ],
   namespaces: ['metadata.name', 'status.phase'],
+  endpointslices: ['metadata.name', 'metadata.namespace', 'addressType'],
 };
 
 /** Where a selectable field's value is read from, where that is not the field's own path. */

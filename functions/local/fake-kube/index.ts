@@ -14,5 +14,6 @@ export {
   serviceAccountUser,
 } from './rbac';
 export type { Decision, RequestAttributes, UserInfo } from './rbac';
-export { KubeApiError, ObjectStore } from './store';
+export { KubeApiError } from './api-error';
+export { ObjectStore } from './store';
 export type { ResourceName, StoredObject } from './store';

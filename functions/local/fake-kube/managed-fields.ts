@@ -219,7 +219,7 @@ function writeEntries(object: StoredObject, entries: readonly Entry[]): void {
     return {
       manager: entry.manager,
       operation: entry.operation,
-      apiVersion: 'v1',
+      apiVersion: typeof object.apiVersion === 'string' ? object.apiVersion : 'v1',
       time: entry.time,
       fieldsType: 'FieldsV1',
       fieldsV1,

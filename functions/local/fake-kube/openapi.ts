@@ -26,10 +26,20 @@ const rootModels: Record<ResourceName, string> = {
   nodes: 'V1Node',
   events: 'CoreV1Event',
   namespaces: 'V1Namespace',
+  endpointslices: 'V1EndpointSlice',
 };
 
-/** client-node's names for the types apimachinery defines (the rest are core/v1's). */
+/** client-node's names for the types apimachinery and discovery/v1 define (the rest are core's). */
 const metaTypes = new Set(['ObjectMeta', 'ManagedFieldsEntry', 'OwnerReference', 'Condition']);
+const discoveryTypes = new Set([
+  'EndpointSlice',
+  'Endpoint',
+  'EndpointConditions',
+  'EndpointHints',
+  'EndpointPort',
+  'ForZone',
+  'ForNode',
+]);
 
 function modelClass(name: string): ModelClass | undefined {
   const found: unknown = (models as Record<string, unknown>)[name];
@@ -39,10 +49,10 @@ function modelClass(name: string): ModelClass | undefined {
 }
 
 function schemaName(model: string): string {
-  const bare = model.replace(/^(CoreV1|V1)/, '');
-  return metaTypes.has(bare)
-    ? `io.k8s.apimachinery.pkg.apis.meta.v1.${bare}`
-    : `io.k8s.api.core.v1.${bare}`;
+  const bare = model.replace(/^(CoreV1|DiscoveryV1|V1)/, '');
+  if (metaTypes.has(bare)) return `io.k8s.apimachinery.pkg.apis.meta.v1.${bare}`;
+  if (discoveryTypes.has(bare)) return `io.k8s.api.discovery.v1.${bare}`;
+  return `io.k8s.api.core.v1.${bare}`;
 }
 
 /** Every schema reachable from the served kinds, by name, with `#/…` refs under `refPrefix`. */
@@ -94,7 +104,7 @@ function buildSchemas(refPrefix: string): Record<string, JsonObject> {
     const schema = schemas[schemaName(model)];
     if (schema !== undefined) {
       schema['x-kubernetes-group-version-kind'] = [
-        { group: '', kind: resources[resource].kind, version: 'v1' },
+        { group: resources[resource].group ?? '', kind: resources[resource].kind, version: 'v1' },
       ];
     }
   }
@@ -116,10 +126,11 @@ const queryParameters: Record<string, readonly string[]> = {
 function operation(
   verb: string,
   action: string,
-  kind: string,
+  resource: ResourceName,
   ref: string,
   body: 'v3' | 'v2',
 ): JsonObject {
+  const { kind, group = '' } = resources[resource];
   const parameters = (queryParameters[verb] ?? []).map((name) => ({
     name,
     in: 'query',
@@ -131,7 +142,7 @@ function operation(
       : { schema: { $ref: schemaRef } };
   const takesBody = verb === 'post' || verb === 'put' || verb === 'patch';
   return {
-    operationId: `${action}CoreV1${kind}`,
+    operationId: `${action}${group === '' ? 'Core' : 'Discovery'}V1${kind}`,
     parameters:
       body === 'v2' && takesBody
         ? [...parameters, { name: 'body', in: 'body', required: true, schema: { $ref: ref } }]
@@ -139,17 +150,22 @@ function operation(
     ...(body === 'v3' && takesBody ? { requestBody: content(ref) } : {}),
     responses: { '200': { description: 'OK', ...content(ref) } },
     'x-kubernetes-action': action,
-    'x-kubernetes-group-version-kind': { group: '', kind, version: 'v1' },
+    'x-kubernetes-group-version-kind': { group, kind, version: 'v1' },
   };
 }
 
-function buildPaths(body: 'v3' | 'v2', refPrefix: string): JsonObject {
+/** The paths of one group's kinds (core: no group), or of all of them. */
+function buildPaths(body: 'v3' | 'v2', refPrefix: string, group?: string | null): JsonObject {
   const paths: JsonObject = {};
   for (const [resource, model] of Object.entries(rootModels) as [ResourceName, string][]) {
-    const { kind, namespaced, hasStatusSubresource } = resources[resource];
+    const { namespaced, hasStatusSubresource } = resources[resource];
+    if (group !== null && group !== resources[resource].group) continue;
     const ref = `${refPrefix}${schemaName(model)}`;
-    const base = namespaced ? `/api/v1/namespaces/{namespace}/${resource}` : `/api/v1/${resource}`;
-    const op = (verb: string, action: string) => operation(verb, action, kind, ref, body);
+    const prefix = groupPrefix(resources[resource].group);
+    const base = namespaced
+      ? `${prefix}/namespaces/{namespace}/${resource}`
+      : `${prefix}/${resource}`;
+    const op = (verb: string, action: string) => operation(verb, action, resource, ref, body);
     paths[base] = { get: op('list', 'list'), post: op('post', 'post') };
     const item = {
       get: op('get', 'get'),
@@ -169,33 +185,46 @@ function buildPaths(body: 'v3' | 'v2', refPrefix: string): JsonObject {
   return paths;
 }
 
-const v3Document: JsonObject = {
-  openapi: '3.0.0',
-  info: { title: 'Kubernetes (simulated cluster)', version: 'v1.33.0' },
-  paths: buildPaths('v3', '#/components/schemas/'),
-  components: { schemas: v3Schemas },
-};
-const v3Hash = createHash('sha512').update(JSON.stringify(v3Document)).digest('hex').slice(0, 32);
+function groupPrefix(group: string | undefined): string {
+  return group === undefined ? '/api/v1' : `/apis/${group}/v1`;
+}
+
+/** One OpenAPI v3 document per group version, as the API server serves them. */
+const v3Documents = new Map<string, { document: JsonObject; hash: string }>(
+  [...new Set(Object.values(resources).map((kind) => kind.group))].map((group) => {
+    const document: JsonObject = {
+      openapi: '3.0.0',
+      info: { title: 'Kubernetes (simulated cluster)', version: 'v1.33.0' },
+      paths: buildPaths('v3', '#/components/schemas/', group),
+      components: { schemas: v3Schemas },
+    };
+    const hash = createHash('sha512').update(JSON.stringify(document)).digest('hex').slice(0, 32);
+    return [groupPrefix(group).slice(1), { document, hash }];
+  }),
+);
 
 const v2Document: JsonObject = {
   swagger: '2.0',
   info: { title: 'Kubernetes (simulated cluster)', version: 'v1.33.0' },
-  paths: buildPaths('v2', '#/definitions/'),
+  paths: buildPaths('v2', '#/definitions/', null),
   definitions: buildSchemas('#/definitions/'),
 };
 
 /** What GET `path` answers with, if it is one of the OpenAPI documents. */
 export function openApiDocument(path: string): Json | undefined {
-  switch (path.replace(/\/$/, '')) {
-    case '/openapi/v3':
-      return { paths: { 'api/v1': { serverRelativeURL: `/openapi/v3/api/v1?hash=${v3Hash}` } } };
-    case '/openapi/v3/api/v1':
-      return v3Document;
-    case '/openapi/v2':
-      return v2Document;
-    default:
-      return undefined;
+  const trimmed = path.replace(/\/$/, '');
+  if (trimmed === '/openapi/v2') return v2Document;
+  if (trimmed === '/openapi/v3') {
+    return {
+      paths: Object.fromEntries(
+        [...v3Documents].map(([groupVersion, { hash }]) => [
+          groupVersion,
+          { serverRelativeURL: `/openapi/v3/${groupVersion}?hash=${hash}` },
+        ]),
+      ),
+    };
   }
+  return v3Documents.get(trimmed.replace(/^\/openapi\/v3\//, ''))?.document;
 }
 
 /**

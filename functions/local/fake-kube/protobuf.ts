@@ -1,6 +1,7 @@
 import type { INamespace, Type } from 'protobufjs';
 import { isJsonObject, type Json, type JsonObject } from './patches';
-import { KubeApiError, resources, type ResourceName } from './store';
+import { KubeApiError } from './api-error';
+import { resources, type ResourceName } from './store';
 
 /**
  * Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), which

@@ -15,11 +15,11 @@ import {
   type RequestAttributes,
   type UserInfo,
 } from './rbac';
+import { KubeApiError } from './api-error';
+import { matchesLabels, parseLabelSelector } from './label-selectors';
 import {
-  KubeApiError,
-  matchesLabels,
+  apiVersionOf,
   ObjectStore,
-  parseLabelSelector,
   resources,
   type PatchType,
   type ResourceName,
@@ -456,7 +456,7 @@ export class FakeKubeApiServer {
       metadata.remainingItemCount = snapshot.items.length - end;
     }
     return {
-      apiVersion: 'v1',
+      apiVersion: apiVersionOf(route.resource),
       kind: `${kind}List`,
       metadata,
       items: snapshot.items.slice(offset, end),
@@ -534,7 +534,7 @@ export class FakeKubeApiServer {
       write({
         type: 'BOOKMARK',
         object: {
-          apiVersion: 'v1',
+          apiVersion: apiVersionOf(route.resource),
           kind: resources[route.resource].kind,
           metadata: { resourceVersion: String(this.store.currentRevision) },
         },
@@ -592,14 +592,17 @@ export class FakeKubeApiServer {
 
 function parseRoute(path: string): Route {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] !== 'api' || parts[1] !== 'v1') {
+  // Core kinds under /api/v1, a group's under /apis/<group>/v1.
+  const group = parts[0] === 'apis' ? parts[1] : undefined;
+  const version = group === undefined ? parts[1] : parts[2];
+  if ((parts[0] !== 'api' && group === undefined) || version !== 'v1') {
     throw new KubeApiError(
       404,
       'NotFound',
       `the server could not find the requested resource (${path})`,
     );
   }
-  let rest = parts.slice(2);
+  let rest = parts.slice(group === undefined ? 2 : 3);
   let namespace: string | undefined;
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     namespace = rest[1];
@@ -614,6 +617,13 @@ function parseRoute(path: string): Route {
     );
   }
   const kind = resources[resource as ResourceName];
+  if (kind.group !== group) {
+    throw new KubeApiError(
+      404,
+      'NotFound',
+      `the server could not find the requested resource (${path})`,
+    );
+  }
   if (subresource !== undefined && (subresource !== 'status' || !kind.hasStatusSubresource)) {
     throw new KubeApiError(
       404,
@@ -732,13 +742,18 @@ function sendJson(res: ServerResponse, status: number, body: Json): void {
   res.end(text);
 }
 
+/** The API groups served besides core/v1, each at version v1. */
+const groups = [
+  ...new Set(Object.values(resources).flatMap((kind) => (kind.group ? [kind.group] : []))),
+];
+
 /**
- * API discovery, so kubectl can map `services`, `svc`, `nodes` and `events` to their paths. Only
- * core/v1 is served; no API groups.
+ * API discovery, so kubectl can map `services`, `svc`, `nodes`, `events`, `namespaces` and
+ * `endpointslices` to their paths: core/v1, and each group at v1.
  */
 function discoveryDocument(path: string): Json | undefined {
-  const verbs = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
-  switch (path.replace(/\/$/, '')) {
+  const trimmed = path.replace(/\/$/, '');
+  switch (trimmed) {
     case '/api':
       return {
         kind: 'APIVersions',
@@ -746,37 +761,58 @@ function discoveryDocument(path: string): Json | undefined {
         serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }],
       };
     case '/apis':
-      return { kind: 'APIGroupList', apiVersion: 'v1', groups: [] };
-    case '/api/v1':
       return {
-        kind: 'APIResourceList',
-        groupVersion: 'v1',
-        resources: [
-          ...Object.entries(resources).map(([name, resource]) => ({
-            name,
-            singularName: resource.kind.toLowerCase(),
-            namespaced: resource.namespaced,
-            kind: resource.kind,
-            verbs,
-            ...(name === 'services' ? { shortNames: ['svc'] } : {}),
-            ...(name === 'nodes' ? { shortNames: ['no'] } : {}),
-            ...(name === 'events' ? { shortNames: ['ev'] } : {}),
-            ...(name === 'namespaces' ? { shortNames: ['ns'] } : {}),
-          })),
-          ...Object.entries(resources)
-            .filter(([, resource]) => resource.hasStatusSubresource)
-            .map(([name, resource]) => ({
-              name: `${name}/status`,
-              singularName: '',
-              namespaced: resource.namespaced,
-              kind: resource.kind,
-              verbs: ['get', 'patch', 'update'],
-            })),
-        ],
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: groups.map((name) => groupDocument(name)),
       };
-    default:
-      return undefined;
+    case '/api/v1':
+      return resourceList(undefined);
+    default: {
+      const group = groups.find((name) => trimmed === `/apis/${name}`);
+      if (group !== undefined)
+        return { kind: 'APIGroup', apiVersion: 'v1', ...groupDocument(group) };
+      const versioned = groups.find((name) => trimmed === `/apis/${name}/v1`);
+      return versioned === undefined ? undefined : resourceList(versioned);
+    }
   }
+}
+
+function groupDocument(name: string): JsonObject {
+  const version = { groupVersion: `${name}/v1`, version: 'v1' };
+  return { name, versions: [version], preferredVersion: version };
+}
+
+function resourceList(group: string | undefined): JsonObject {
+  const verbs = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
+  const served = Object.entries(resources).filter(([, resource]) => resource.group === group);
+  return {
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: group === undefined ? 'v1' : `${group}/v1`,
+    resources: [
+      ...served.map(([name, resource]) => ({
+        name,
+        singularName: resource.kind.toLowerCase(),
+        namespaced: resource.namespaced,
+        kind: resource.kind,
+        verbs,
+        ...(name === 'services' ? { shortNames: ['svc'] } : {}),
+        ...(name === 'nodes' ? { shortNames: ['no'] } : {}),
+        ...(name === 'events' ? { shortNames: ['ev'] } : {}),
+        ...(name === 'namespaces' ? { shortNames: ['ns'] } : {}),
+      })),
+      ...served
+        .filter(([, resource]) => resource.hasStatusSubresource)
+        .map(([name, resource]) => ({
+          name: `${name}/status`,
+          singularName: '',
+          namespaced: resource.namespaced,
+          kind: resource.kind,
+          verbs: ['get', 'patch', 'update'],
+        })),
+    ],
+  };
 }
 
 function object(value: Json | undefined): JsonObject {

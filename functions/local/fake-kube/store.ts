@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import { KubeApiError } from './api-error';
+import { matchesLabels, parseLabelSelector } from './label-selectors';
 import { applyConfig, ApplyConflictError, recordUpdate } from './managed-fields';
 import {
   applyJsonPatch,
@@ -11,10 +13,12 @@ import {
   type JsonObject,
 } from './patches';
 
-export type ResourceName = 'services' | 'nodes' | 'events' | 'namespaces';
+export type ResourceName = 'services' | 'nodes' | 'events' | 'namespaces' | 'endpointslices';
 
 interface ResourceKind {
   readonly kind: string;
+  /** The API group (none: core/v1, under /api/v1); every group is served at version v1. */
+  readonly group?: string;
   readonly namespaced: boolean;
   /** Writes to the main resource keep the stored status; only the status subresource changes it. */
   readonly hasStatusSubresource: boolean;
@@ -43,7 +47,21 @@ export const resources: Record<ResourceName, ResourceKind> = {
     hasStatusSubresource: false,
     keepsStatusOnCreate: true,
   },
+  // Where ip-mode target groups find their pods (issue 36); the EndpointSlice controller's to write.
+  endpointslices: {
+    kind: 'EndpointSlice',
+    group: 'discovery.k8s.io',
+    namespaced: true,
+    hasStatusSubresource: false,
+    keepsStatusOnCreate: true,
+  },
 };
+
+/** `v1`, or `<group>/v1` for a kind of an API group. */
+export function apiVersionOf(resource: ResourceName): string {
+  const group = resources[resource].group;
+  return group === undefined ? 'v1' : `${group}/v1`;
+}
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
@@ -57,20 +75,6 @@ export interface WatchEvent {
   readonly namespace: string;
   readonly resourceVersion: number;
   readonly object: StoredObject;
-}
-
-/** An error the API server reports as a `Status` object. */
-export class KubeApiError extends Error {
-  override readonly name = 'KubeApiError';
-  constructor(
-    readonly code: number,
-    readonly reason: string,
-    message: string,
-    /** The Status body's `details` (which object the error is about), when there is one. */
-    readonly details?: JsonObject,
-  ) {
-    super(message);
-  }
 }
 
 export interface ListOptions {
@@ -155,7 +159,7 @@ export class ObjectStore {
     }
     const object: StoredObject = {
       ...structuredClone(body),
-      apiVersion: 'v1',
+      apiVersion: apiVersionOf(resource),
       kind: kind.kind,
       metadata: {
         ...metadata,
@@ -343,7 +347,7 @@ export class ObjectStore {
       else next.status = structuredClone(proposed.status);
     } else {
       next = structuredClone(proposed);
-      next.apiVersion = 'v1';
+      next.apiVersion = apiVersionOf(resource);
       next.kind = kind.kind;
       if (kind.hasStatusSubresource) {
         if (current.status === undefined) delete next.status;
@@ -503,75 +507,6 @@ function keyOf(object: StoredObject): string {
 
 function storageKey(namespace: string, name: string): string {
   return `${namespace}/${name}`;
-}
-
-type LabelRequirement =
-  | { op: '=' | '!='; key: string; value: string }
-  | { op: 'exists' | '!exists'; key: string }
-  | { op: 'in' | 'notin'; key: string; values: string[] };
-
-/**
- * Label selectors as the API server reads them: equality (`a=b`, `a==b`, `a!=b`), existence
- * (`a`, `!a`) and sets (`a in (x,y)`, `a notin (x,y)`), comma-separated outside parentheses.
- */
-export function parseLabelSelector(selector: string | undefined): LabelRequirement[] {
-  if (selector === undefined || selector.trim() === '') return [];
-  return splitOutsideParentheses(selector).map((part): LabelRequirement => {
-    const term = part.trim();
-    const set = /^([\w./-]+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term);
-    if (set) {
-      const [, key = '', op, list = ''] = set;
-      const values = list.split(',').map((value) => value.trim());
-      return { op: op === 'notin' ? 'notin' : 'in', key, values };
-    }
-    const match = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
-    if (match) {
-      const [, key = '', op, value = ''] = match;
-      return { op: op === '!=' ? '!=' : '=', key: key.trim(), value: value.trim() };
-    }
-    if (term.startsWith('!')) return { op: '!exists', key: term.slice(1).trim() };
-    if (/^[\w./-]+$/.test(term)) return { op: 'exists', key: term };
-    throw new KubeApiError(400, 'BadRequest', `unable to parse requirement: ${term}`);
-  });
-}
-
-function splitOutsideParentheses(text: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let current = '';
-  for (const char of text) {
-    if (char === '(') depth++;
-    if (char === ')') depth = Math.max(0, depth - 1);
-    if (char === ',' && depth === 0) {
-      parts.push(current);
-      current = '';
-    } else {
-      current += char;
-    }
-  }
-  parts.push(current);
-  return parts;
-}
-
-export function matchesLabels(object: StoredObject, requirements: LabelRequirement[]): boolean {
-  const labels = isJsonObject(object.metadata.labels) ? object.metadata.labels : {};
-  return requirements.every((req) => {
-    const value = labels[req.key];
-    switch (req.op) {
-      case '=':
-        return value === req.value;
-      case '!=':
-        return value !== req.value;
-      case 'exists':
-        return value !== undefined;
-      case '!exists':
-        return value === undefined;
-      case 'in':
-        return typeof value === 'string' && req.values.includes(value);
-      case 'notin':
-        return typeof value !== 'string' || !req.values.includes(value);
-    }
-  });
 }
 
 /** Timestamps as the API server writes them: RFC 3339 to the second. */

@@ -164,6 +164,13 @@ const columnsOf: Record<ResourceName, readonly Column[]> = {
     column('Status', 'The namespace phase.', (n) => text(object(n.status).phase)),
     age,
   ],
+  endpointslices: [
+    name,
+    column('AddressType', 'IPv4, IPv6 or FQDN.', (e) => text(e.addressType)),
+    column('Ports', 'The ports the endpoints listen on.', slicePorts),
+    column('Endpoints', 'The endpoints, the first three of them.', sliceEndpoints),
+    age,
+  ],
 };
 
 function column(
@@ -311,4 +318,21 @@ export function humanDuration(totalSeconds: number): string {
 
 function withRest(whole: number, unit: string, rest: number, restUnit: string): string {
   return rest === 0 ? `${whole}${unit}` : `${whole}${unit}${rest}${restUnit}`;
+}
+
+function slicePorts(slice: StoredObject): string {
+  const ports = Array.isArray(slice.ports) ? slice.ports : [];
+  const printed = ports.map((port) => text(object(port).port)).filter(Boolean);
+  return printed.length === 0 ? '<unset>' : printed.join(',');
+}
+
+function sliceEndpoints(slice: StoredObject): string {
+  const endpoints = Array.isArray(slice.endpoints) ? slice.endpoints : [];
+  const addresses = endpoints.flatMap((endpoint) => {
+    const list = object(endpoint).addresses;
+    return Array.isArray(list) ? list.map(text) : [];
+  });
+  if (addresses.length === 0) return '<unset>';
+  const shown = addresses.slice(0, 3).join(',');
+  return addresses.length > 3 ? `${shown} + ${addresses.length - 3} more...` : shown;
 }
