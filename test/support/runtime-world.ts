@@ -1,5 +1,5 @@
 import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -408,6 +408,7 @@ export async function createRuntimeWorld(
     startInstance,
     stop: async () => {
       await kube.stop();
+      rmSync(dir, { recursive: true, force: true });
       if (kube.denials.length > 0) {
         throw new Error(
           `the API server refused ${kube.denials.length} request(s) under infra/k8s RBAC:\n${kube.denials
