@@ -51,7 +51,12 @@ const consoleLog: RuntimeLog = {
 
 async function run(flags: Flags): Promise<number> {
   const kubeconfigFlag = explicitKubeconfig(flags);
-  const embedded = flags.embedded === true || kubeconfigFlag === undefined;
+  if (flags.embedded === true && kubeconfigFlag !== undefined) {
+    throw new UsageError(
+      '--embedded runs the simulated cluster: give it or --kubeconfig, not both',
+    );
+  }
+  const embedded = kubeconfigFlag === undefined;
   if (embedded && process.env.KUBECONFIG) {
     console.log(
       `KUBECONFIG is set (${process.env.KUBECONFIG}) and left alone: local mode runs its own ` +
@@ -60,7 +65,11 @@ async function run(flags: Flags): Promise<number> {
   }
   const region =
     setting(flags, 'region', 'AWS_REGION') ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  const timeoutSeconds = Number(setting(flags, 'timeout', 'SSC_TIMEOUT') ?? '300');
+  const timeoutText = setting(flags, 'timeout', 'SSC_TIMEOUT') ?? '300';
+  const timeoutSeconds = Number(timeoutText);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
+    throw new UsageError(`--timeout ${timeoutText}: a number of seconds above 0`);
+  }
   const names = {
     queueName: setting(flags, 'queue-name', 'SSC_QUEUE_NAME') ?? defaultQueueName,
     tableName: setting(flags, 'table-name', 'SSC_TABLE_NAME') ?? defaultTableName,
@@ -74,12 +83,13 @@ async function run(flags: Flags): Promise<number> {
       '--rbac applies to the embedded cluster; a real cluster enforces its own RBAC',
     );
   }
-  // Every option is checked before an emulator, a cluster, a queue or a table exists. The
+  // The options that make the configuration, the AWS endpoint and the kubeconfig are checked
+  // before an emulator, a cluster, a queue or a table exists. The
   // embedded run's own network stands in for the VPC and backend group it will create.
   if (kubeconfigFlag !== undefined && !embedded) readableKubeconfig(kubeconfigFlag);
   checkConfiguration(
     flags,
-    { region },
+    { region, ...(process.env.AWS_ENDPOINT_URL ? { endpoint: process.env.AWS_ENDPOINT_URL } : {}) },
     names,
     kubeconfigFlag ?? 'embedded.kubeconfig',
     embedded
@@ -292,6 +302,13 @@ async function node(flags: Flags, args: string[]): Promise<number> {
   if (action === 'add') {
     const state = liveEmbeddedState();
     if (state === undefined) throw new UsageError('node add works on the embedded cluster only');
+    // Its nodes are instances of the embedded run's emulator: never Nodes of another cluster.
+    const given = explicitKubeconfig(flags);
+    if (given !== undefined && given !== state.kubeconfig) {
+      throw new UsageError(
+        `node add adds simulated nodes to the embedded cluster only (${state.kubeconfig}), not to --kubeconfig ${given}`,
+      );
+    }
     const network = await createSimulatedNetwork(state.aws, state.clusterName);
     for (const added of await network.addInstances(Number(target ?? '1'))) {
       const name = `${added.name}-${added.providerID.slice(-6)}`;

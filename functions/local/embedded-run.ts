@@ -1,6 +1,15 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import type { AwsAccess } from './aws-resources';
 import { UsageError } from './cli-usage';
 
@@ -9,7 +18,7 @@ import { UsageError } from './cli-usage';
  * simulated cluster that the CLI's other commands (`apply`, `node add`, …) find. Its kubeconfigs
  * live in a directory of their own, made for that run and removed with it, so a second run can
  * never overwrite the files a first run's kubectl sessions use. A second run while the first is
- * alive is refused by name; a claim whose process is gone (killed, power cut) is taken over.
+ * alive is refused, naming its pid; a claim whose process is gone (killed, power cut) is taken over.
  */
 export interface EmbeddedRun {
   /** The run's own directory: its kubeconfigs. */
@@ -42,39 +51,44 @@ function claimFile(): string {
 
 /** Claims the embedded run for this process, or refuses while another live run holds it. */
 export function claimEmbeddedRun(): EmbeddedRun {
-  mkdirSync(root(), { recursive: true });
-  const dir = mkdtempSync(join(root(), 'run-'));
+  const base = ownRoot();
+  const dir = mkdtempSync(join(base, 'run-'));
   const claim: Claim = { pid: process.pid, dir };
   try {
-    writeClaim(claim, { exclusive: true });
+    if (!createClaim(claim)) {
+      const held = readClaim();
+      if (held === 'unreadable' || (held !== undefined && isAlive(held.pid))) {
+        throw new UsageError(
+          held === 'unreadable'
+            ? `the claim ${claimFile()} of another \`npm start\` cannot be read; if no other run is going, remove it`
+            : `another \`npm start\` (pid ${held.pid}) is running the simulated cluster` +
+                `${held.kubeconfig ? ` (kubeconfig ${held.kubeconfig})` : ''}; stop it first (Ctrl-C in ` +
+                `its terminal), or give this run a TMPDIR of its own (claim: ${claimFile()})`,
+        );
+      }
+      // Its process is gone: the claim is stale, and so is its directory (only ever one of ours).
+      if (held !== undefined && isUnder(base, held.dir)) {
+        rmSync(held.dir, { recursive: true, force: true });
+      }
+      rmSync(claimFile(), { force: true });
+      if (!createClaim(claim)) {
+        throw new UsageError(
+          `another \`npm start\` claimed the simulated cluster at the same moment (${claimFile()}); stop it first`,
+        );
+      }
+    }
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-      rmSync(dir, { recursive: true, force: true });
-      throw error;
-    }
-    const held = readClaim();
-    if (held !== undefined && isAlive(held.pid)) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new UsageError(
-        `another \`npm start\` (pid ${held.pid}) is running the simulated cluster` +
-          `${held.kubeconfig ? ` (kubeconfig ${held.kubeconfig})` : ''}; stop it first (Ctrl-C in ` +
-          'its terminal), or give this run a TMPDIR of its own',
-      );
-    }
-    // Its process is gone: the claim is stale, and so is its directory.
-    if (held !== undefined) rmSync(held.dir, { recursive: true, force: true });
-    unlinkSync(claimFile());
-    writeClaim(claim, { exclusive: true });
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
   }
-  let current: Claim = claim;
   return {
     dir,
     publish(state) {
-      current = { ...state, pid: process.pid, dir };
-      writeClaim(current, { exclusive: false });
+      replaceClaim({ ...state, pid: process.pid, dir });
     },
     release() {
-      if (readClaim()?.pid === process.pid) unlinkSync(claimFile());
+      const held = readClaim();
+      if (held !== 'unreadable' && held?.pid === process.pid) rmSync(claimFile(), { force: true });
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -83,32 +97,82 @@ export function claimEmbeddedRun(): EmbeddedRun {
 /** The simulated cluster of the live embedded run, if there is one. */
 export function liveEmbeddedState(): EmbeddedState | undefined {
   const claim = readClaim();
-  if (claim === undefined || !isAlive(claim.pid)) return undefined;
+  if (claim === undefined || claim === 'unreadable' || !isAlive(claim.pid)) return undefined;
   const { kubeconfig, aws, clusterName } = claim;
   if (kubeconfig === undefined || aws === undefined || clusterName === undefined) return undefined;
   return { kubeconfig, aws, clusterName };
 }
 
-function writeClaim(claim: Claim, options: { exclusive: boolean }): void {
-  writeFileSync(claimFile(), JSON.stringify(claim), {
-    flag: options.exclusive ? 'wx' : 'w',
-    mode: 0o600,
-  });
+/**
+ * The claims' directory, made private to this user. On a shared temporary directory another
+ * user could have made it first, and a claim there could name any directory to delete: refused.
+ */
+function ownRoot(): string {
+  const base = root();
+  mkdirSync(base, { recursive: true, mode: 0o700 });
+  const uid = process.getuid?.();
+  if (uid !== undefined && statSync(base).uid !== uid) {
+    throw new UsageError(`${base} belongs to another user: give this run a TMPDIR of its own`);
+  }
+  return base;
 }
 
-function readClaim(): Claim | undefined {
+/**
+ * Written whole to a file of its own, then linked into place: a claim is never seen half
+ * written, and the link fails if a claim is already there (false).
+ */
+function createClaim(claim: Claim): boolean {
+  const staged = stage(claim);
   try {
-    const value = JSON.parse(readFileSync(claimFile(), 'utf8')) as Partial<Claim>;
+    linkSync(staged, claimFile());
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    rmSync(staged, { force: true });
+  }
+}
+
+/** Replaces this run's claim in one rename, so readers see the old or the new one whole. */
+function replaceClaim(claim: Claim): void {
+  renameSync(stage(claim), claimFile());
+}
+
+function stage(claim: Claim): string {
+  const staged = join(root(), `.claim-${process.pid}-${Date.now()}`);
+  writeFileSync(staged, JSON.stringify(claim), { mode: 0o600 });
+  return staged;
+}
+
+function isUnder(base: string, dir: string): boolean {
+  const path = relative(base, dir);
+  return path !== '' && !path.startsWith('..') && !isAbsolute(path);
+}
+
+/** The claim on file: none, one that cannot be read (held by someone), or the claim. */
+function readClaim(): Claim | 'unreadable' | undefined {
+  let text: string;
+  try {
+    text = readFileSync(claimFile(), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return 'unreadable';
+  }
+  try {
+    const value = JSON.parse(text) as Partial<Claim>;
     return typeof value.pid === 'number' && typeof value.dir === 'string'
       ? (value as Claim)
-      : undefined;
+      : 'unreadable';
   } catch {
-    return undefined;
+    return 'unreadable';
   }
 }
 
 /** Signal 0 checks that the process exists; EPERM means it does, under another user. */
 function isAlive(pid: number): boolean {
+  // A claim naming this very process is an earlier run's, whose pid it was given again.
+  if (pid === process.pid) return false;
   try {
     process.kill(pid, 0);
     return true;

@@ -276,6 +276,8 @@ export function applyConfig(
   manager: string,
   force: boolean,
   now: string,
+  /** The kind's apiVersion, for an object the apply creates. */
+  apiVersion = 'v1',
 ): StoredObject {
   // Status is the status subresource's: an apply to the object itself leaves it alone.
   const intent: JsonObject = { ...config };
@@ -284,7 +286,7 @@ export function applyConfig(
   const entries = readEntries(current);
   const base: StoredObject = current
     ? structuredClone(current)
-    : { apiVersion: 'v1', metadata: { ...(isJsonObject(config.metadata) ? config.metadata : {}) } };
+    : { apiVersion, metadata: { ...(isJsonObject(config.metadata) ? config.metadata : {}) } };
   const conflicts: string[] = [];
   for (const entry of entries) {
     if (entry.manager === manager && entry.operation === 'Apply') continue;
@@ -294,8 +296,10 @@ export function applyConfig(
       // Both want the item to be there: only its fields can disagree.
       if (path.at(-1) === '.') continue;
       if (isDeepStrictEqual(valueAt(base, path), valueAt(intent, path))) continue;
-      if (force) entry.fields.delete(key);
-      else conflicts.push(`conflict with ${JSON.stringify(entry.manager)}: ${printable(path)}`);
+      if (force) {
+        entry.fields.delete(key);
+        entry.time = now;
+      } else conflicts.push(`conflict with ${JSON.stringify(entry.manager)}: ${printable(path)}`);
     }
   }
   if (conflicts.length > 0) {
@@ -334,8 +338,13 @@ export function applyConfig(
     mine = { manager, operation: 'Apply', fields: new Set(), time: now };
     entries.push(mine);
   }
+  const sameFields =
+    mine.fields.size === applied.size && [...applied].every((key) => mine.fields.has(key));
+  const sameObject =
+    current !== undefined && isDeepStrictEqual(withoutManaged(base), withoutManaged(current));
   mine.fields = new Set(applied);
-  mine.time = now;
+  // The same apply again changes nothing, not even the time: the write is a no-op.
+  if (!(sameFields && sameObject)) mine.time = now;
   writeEntries(base, entries);
   return base;
 }
@@ -351,4 +360,10 @@ function printable(path: Path): string {
       return `[${keys.map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`;
     })
     .join('');
+}
+
+function withoutManaged(object: StoredObject): StoredObject {
+  const metadata = { ...object.metadata };
+  delete metadata.managedFields;
+  return { ...object, metadata };
 }

@@ -18,9 +18,26 @@ import { resources, type ResourceName } from './store';
 
 const magic = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
-type Fields = Record<string, { type: string; id: number; rule?: 'repeated'; keyType?: string }>;
+type Fields = Record<
+  string,
+  {
+    type: string;
+    id: number;
+    rule?: 'repeated';
+    keyType?: string;
+    options?: { features: { field_presence: 'EXPLICIT' } };
+  }
+>;
 
 const s = (id: number) => ({ type: 'string', id });
+/**
+ * A field the Go types hold as a pointer: sent only when set, so `false`, `0` and `""` are values
+ * to keep. Every other scalar is a plain Go value, always sent, its zero meaning unset.
+ */
+const pointer = <F extends { type: string; id: number }>(field: F) => ({
+  ...field,
+  options: { features: { field_presence: 'EXPLICIT' as const } },
+});
 const strings = (id: number) => ({ type: 'string', id, rule: 'repeated' as const });
 const of = (type: string, id: number) => ({ type, id });
 const list = (type: string, id: number) => ({ type, id, rule: 'repeated' as const });
@@ -48,7 +65,7 @@ const messages: Record<string, Fields> = {
     generation: of('int64', 7),
     creationTimestamp: of('Time', 8),
     deletionTimestamp: of('Time', 9),
-    deletionGracePeriodSeconds: of('int64', 10),
+    deletionGracePeriodSeconds: pointer(of('int64', 10)),
     labels: map('string', 11),
     annotations: map('string', 12),
     ownerReferences: list('OwnerReference', 13),
@@ -60,8 +77,8 @@ const messages: Record<string, Fields> = {
     kind: s(1),
     name: s(3),
     uid: s(4),
-    controller: of('bool', 6),
-    blockOwnerDeletion: of('bool', 7),
+    controller: pointer(of('bool', 6)),
+    blockOwnerDeletion: pointer(of('bool', 7)),
   },
   ManagedFieldsEntry: {
     manager: s(1),
@@ -101,11 +118,11 @@ const messages: Record<string, Fields> = {
     publishNotReadyAddresses: of('bool', 13),
     sessionAffinityConfig: of('SessionAffinityConfig', 14),
     ipFamilies: strings(19),
-    ipFamilyPolicy: s(17),
-    allocateLoadBalancerNodePorts: of('bool', 20),
-    loadBalancerClass: s(21),
-    internalTrafficPolicy: s(22),
-    trafficDistribution: s(23),
+    ipFamilyPolicy: pointer(s(17)),
+    allocateLoadBalancerNodePorts: pointer(of('bool', 20)),
+    loadBalancerClass: pointer(s(21)),
+    internalTrafficPolicy: pointer(s(22)),
+    trafficDistribution: pointer(s(23)),
   },
   ServicePort: {
     name: s(1),
@@ -116,16 +133,16 @@ const messages: Record<string, Fields> = {
     nodePort: of('int32', 5),
   },
   SessionAffinityConfig: { clientIP: of('ClientIPConfig', 1) },
-  ClientIPConfig: { timeoutSeconds: of('int32', 1) },
+  ClientIPConfig: { timeoutSeconds: pointer(of('int32', 1)) },
   ServiceStatus: { loadBalancer: of('LoadBalancerStatus', 1), conditions: list('Condition', 2) },
   LoadBalancerStatus: { ingress: list('LoadBalancerIngress', 1) },
   LoadBalancerIngress: {
     ip: s(1),
     hostname: s(2),
-    ipMode: s(3),
+    ipMode: pointer(s(3)),
     ports: list('PortStatus', 4),
   },
-  PortStatus: { port: of('int32', 1), protocol: s(2), error: s(3) },
+  PortStatus: { port: of('int32', 1), protocol: s(2), error: pointer(s(3)) },
   Node: { metadata: of('ObjectMeta', 1), spec: of('NodeSpec', 2), status: of('NodeStatus', 3) },
   NodeSpec: {
     podCIDR: s(1),
@@ -264,7 +281,8 @@ export async function decodeProtobufBody(resource: ResourceName, body: Buffer): 
 function toJson(message: Record<string, unknown>, type: Type): JsonObject {
   const result: JsonObject = {};
   for (const field of type.fieldsArray) {
-    // Decoded messages carry defaults on their prototype: only fields on the wire are own.
+    // A plain field decoded at its zero value is not set (and not own); a pointer field is set
+    // whenever it was on the wire, zero or not.
     if (!Object.prototype.hasOwnProperty.call(message, field.name)) continue;
     const value = message[field.name];
     if (value === undefined || value === null) continue;

@@ -101,10 +101,12 @@ const patchTypes: Record<string, PatchType> = {
 };
 
 /**
- * An in-process Kubernetes API server for core/v1 Services, Nodes and Events, spoken to over real
- * HTTP. It keeps the semantics clients depend on (resourceVersions, paginated lists, resumable
- * watches, finalizers, the status subresource, patch types, Status errors) and has hooks to inject
- * the faults a controller must survive.
+ * An in-process Kubernetes API server for core/v1 Services, Nodes, Events and Namespaces and
+ * discovery.k8s.io/v1 EndpointSlices, spoken to over real HTTP. It keeps the semantics clients
+ * depend on (resourceVersions, paginated lists, resumable watches, finalizers, the status
+ * subresource, patch types and server-side apply, dry runs, selectors, Status errors), speaks
+ * what kubectl sends and asks for (Tables, OpenAPI, protobuf bodies), and has hooks to inject the
+ * faults a controller must survive.
  */
 export class FakeKubeApiServer {
   readonly store = new ObjectStore();
@@ -655,7 +657,14 @@ async function readBody(
   const bytes = Buffer.concat(chunks);
   const contentType = (req.headers['content-type'] ?? '').split(';')[0]?.trim();
   if (contentType === 'application/vnd.kubernetes.protobuf' && bytes.length > 0) {
-    if (resource === undefined) return null;
+    // A protobuf DeleteOptions (dryRun, preconditions) is not read: refused, never ignored.
+    if (resource === undefined) {
+      throw new KubeApiError(
+        415,
+        'UnsupportedMediaType',
+        'DeleteOptions are read as application/json only',
+      );
+    }
     return decodeProtobufBody(resource, bytes);
   }
   const text = bytes.toString('utf8');

@@ -229,7 +229,7 @@ export class ObjectStore {
     const current = this.table(resource).get(storageKey(kind.namespaced ? namespace : '', name));
     let applied: StoredObject;
     try {
-      applied = applyConfig(current, config, manager, force, now());
+      applied = applyConfig(current, config, manager, force, now(), apiVersionOf(resource));
     } catch (error) {
       if (error instanceof ApplyConflictError) {
         throw new KubeApiError(409, 'Conflict', error.message, { kind: resource, name });
@@ -365,6 +365,12 @@ export class ObjectStore {
       if (resource === 'services') this.defaultService(next);
     }
     next.metadata.resourceVersion = current.metadata.resourceVersion ?? null;
+    // The server keeps managedFields: what a writer sends back of them (times turned into
+    // Dates and back, say) is not a change.
+    if (manager !== undefined && subresource === undefined) {
+      if (current.metadata.managedFields === undefined) delete next.metadata.managedFields;
+      else next.metadata.managedFields = structuredClone(current.metadata.managedFields);
+    }
     // A write that changes nothing keeps the resourceVersion and sends no watch event.
     if (isDeepStrictEqual(next, current)) return structuredClone(current);
     if (manager !== undefined && subresource === undefined) {

@@ -42,8 +42,6 @@ export function toTable(
     readonly includeObject: IncludeObject;
     readonly now: number;
     readonly listMetadata?: JsonObject;
-    /** False for the watch events after the first: kubectl prints the header once. */
-    readonly withColumns?: boolean;
   },
 ): JsonObject {
   const columns = columnsOf[resource];
@@ -51,16 +49,13 @@ export function toTable(
     kind: 'Table',
     apiVersion: `meta.k8s.io/${options.version}`,
     metadata: options.listMetadata ?? {},
-    columnDefinitions:
-      options.withColumns === false
-        ? []
-        : columns.map(({ name, type, format, description, priority }) => ({
-            name,
-            type,
-            format: format ?? '',
-            description,
-            priority,
-          })),
+    columnDefinitions: columns.map(({ name, type, format, description, priority }) => ({
+      name,
+      type,
+      format: format ?? '',
+      description,
+      priority,
+    })),
     rows: objects.map((object) => ({
       cells: columns.map((column) => column.cell(object, options.now)),
       ...rowObject(object, options.includeObject, options.version),

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { JsonObject } from '../../../functions/local/fake-kube/patches';
 import {
   ApplyConflictError,
@@ -69,5 +69,32 @@ describe('field ownership', () => {
     expect((next.spec as { ports: { port: number }[] }).ports.map((p) => p.port)).toEqual([
       80, 443,
     ]);
+  });
+});
+
+describe('writes that change nothing', () => {
+  it('keep the resourceVersion: a replace sending managedFields back altered, the same apply again later', async () => {
+    const { ObjectStore } = await import('../../../functions/local/fake-kube/store');
+    const store = new ObjectStore();
+    const created = store.create('services', 'default', service([{ port: 80 }]), 'kubectl-create');
+    const fields = created.metadata.managedFields as JsonObject[];
+    // What a client that turned times into Dates and back sends.
+    const sentBack = {
+      ...created,
+      metadata: {
+        ...created.metadata,
+        managedFields: fields.map((entry) => ({ ...entry, time: '2026-01-01T00:00:00.000Z' })),
+      },
+    };
+    const replaced = store.update('services', 'default', 'web', sentBack, undefined, 'node-fetch');
+    expect(replaced.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
+    const applied = store.apply('services', 'default', 'web', service([{ port: 80 }]), 'ci', false);
+    vi.useFakeTimers({ now: Date.now() + 5_000 });
+    try {
+      const again = store.apply('services', 'default', 'web', service([{ port: 80 }]), 'ci', false);
+      expect(again.metadata.resourceVersion).toBe(applied.metadata.resourceVersion);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -65,6 +65,20 @@ describe('protobuf request bodies', () => {
     });
   });
 
+  it('keeps a pointer field sent as false, and takes a plain field sent empty for unset', async () => {
+    const spec = Writer.create()
+      .uint32(26)
+      .string('') // clusterIP = 3, a plain string: "" is unset
+      .uint32(160)
+      .bool(false) // allocateLoadBalancerNodePorts = 20, a *bool: false is a value
+      .finish();
+    const metadata = Writer.create().uint32(10).string('web').finish();
+    const service = Writer.create().uint32(10).bytes(metadata).uint32(18).bytes(spec).finish();
+    const decoded = await decodeProtobufBody('services', envelope('Service', service));
+    expect(decoded).toMatchObject({ spec: { allocateLoadBalancerNodePorts: false } });
+    expect(JSON.stringify(decoded)).not.toContain('clusterIP');
+  });
+
   it('reads int-or-string target ports both ways', async () => {
     const asNumber = Writer.create().uint32(8).int64(0).uint32(16).int32(8443).finish();
     const asName = Writer.create().uint32(8).int64(1).uint32(26).string('http').finish();
