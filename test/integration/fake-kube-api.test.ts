@@ -255,6 +255,30 @@ describe('watches', () => {
   });
 });
 
+describe('watches with a selector', () => {
+  it('see an object ADDED when it comes to match and DELETED when it stops, as the API server filters', async () => {
+    const events: string[] = [];
+    const watch = await new Watch(server.kubeConfig()).watch(
+      '/api/v1/namespaces/default/services',
+      { labelSelector: 'team=a' },
+      (type: string, object: { metadata?: { name?: string } }) =>
+        events.push(`${type} ${object.metadata?.name ?? ''}`),
+      () => undefined,
+    );
+    await createService('web');
+    const label = (team: string) =>
+      api.patchNamespacedService(
+        { name: 'web', namespace: 'default', body: { metadata: { labels: { team } } } },
+        merge,
+      );
+    await label('a');
+    await label('b');
+    await label('a');
+    await vi.waitFor(() => expect(events).toEqual(['ADDED web', 'DELETED web', 'ADDED web']));
+    watch.abort();
+  });
+});
+
 describe('finalizers and deletion', () => {
   it('keeps an object with finalizers, sets deletionTimestamp, and removes it with the last finalizer', async () => {
     await createService('a');

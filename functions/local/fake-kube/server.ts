@@ -475,11 +475,22 @@ export class FakeKubeApiServer {
     const selector = parseLabelSelector(query.get('labelSelector') ?? undefined);
     const fields = parseFieldSelector(route.resource, query.get('fieldSelector'));
     const requested = query.get('resourceVersion');
-    const matches = (event: WatchEvent): boolean =>
-      event.resource === route.resource &&
-      (route.namespace === undefined || event.namespace === route.namespace) &&
-      matchesLabels(event.object, selector) &&
-      matchesFields(route.resource, event.object, fields);
+    const selected = (object: StoredObject): boolean =>
+      matchesLabels(object, selector) && matchesFields(route.resource, object, fields);
+    // As the API server filters a watch: an object that comes to match is ADDED to it, one that
+    // stops matching is DELETED from it.
+    const seenAs = (event: WatchEvent): WatchEvent['type'] | undefined => {
+      if (event.resource !== route.resource) return undefined;
+      if (route.namespace !== undefined && event.namespace !== route.namespace) return undefined;
+      const now = selected(event.object);
+      if (event.type !== 'MODIFIED' || event.previous === undefined) {
+        return now ? event.type : undefined;
+      }
+      const before = selected(event.previous);
+      if (before && now) return 'MODIFIED';
+      if (before) return 'DELETED';
+      return now ? 'ADDED' : undefined;
+    };
     let columnsSent = false;
     const write = (payload: JsonObject): void => {
       if (res.writableEnded) return;
@@ -522,7 +533,8 @@ export class FakeKubeApiServer {
     let unsubscribe = (): void => undefined;
     try {
       unsubscribe = this.store.subscribe(fromRevision, (event) => {
-        if (matches(event)) write({ type: event.type, object: event.object });
+        const type = seenAs(event);
+        if (type !== undefined) write({ type, object: event.object });
       });
     } catch (error) {
       if (!(error instanceof KubeApiError)) throw error;

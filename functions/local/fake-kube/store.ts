@@ -75,6 +75,8 @@ export interface WatchEvent {
   readonly namespace: string;
   readonly resourceVersion: number;
   readonly object: StoredObject;
+  /** For MODIFIED: the object before, so a watch with a selector sees it enter or leave. */
+  readonly previous?: StoredObject;
 }
 
 export interface ListOptions {
@@ -399,6 +401,7 @@ export class ObjectStore {
   ): StoredObject {
     this.revision += 1;
     object.metadata.resourceVersion = String(this.revision);
+    const previous = type === 'MODIFIED' ? this.table(resource).get(keyOf(object)) : undefined;
     if (type !== 'DELETED') this.table(resource).set(keyOf(object), object);
     const event: WatchEvent = {
       type,
@@ -406,6 +409,7 @@ export class ObjectStore {
       namespace: namespaceOf(object),
       resourceVersion: this.revision,
       object: structuredClone(object),
+      ...(previous ? { previous: structuredClone(previous) } : {}),
     };
     if (!this.dryRunning) {
       this.history.push(event);
