@@ -405,9 +405,7 @@ export class FakeKubeApiServer {
     }
     const force = query.get('force') === 'true';
     const { resource, namespace, name } = route;
-    const existed = this.store
-      .list(resource, { namespace })
-      .some((object) => object.metadata.name === name);
+    const existed = this.store.has(resource, namespace ?? '', name ?? '');
     const applied = write(() =>
       this.store.apply(resource, namespace ?? '', name ?? '', config, manager, force),
     );

@@ -129,6 +129,11 @@ export class ObjectStore {
       .map((object) => structuredClone(object));
   }
 
+  has(resource: ResourceName, namespace: string, name: string): boolean {
+    const kind = resources[resource];
+    return this.table(resource).has(storageKey(kind.namespaced ? namespace : '', name));
+  }
+
   get(resource: ResourceName, namespace: string, name: string): StoredObject {
     return structuredClone(this.mustFind(resource, namespace, name));
   }
