@@ -161,9 +161,10 @@ function readClaim(): Claim | 'unreadable' | undefined {
   }
   try {
     const value = JSON.parse(text) as Partial<Claim>;
+    // A claim without a pid is an earlier release's, which no process can still hold.
     return typeof value.pid === 'number' && typeof value.dir === 'string'
       ? (value as Claim)
-      : 'unreadable';
+      : undefined;
   } catch {
     return 'unreadable';
   }
