@@ -3,6 +3,7 @@
  * so tests can assert the order of calls across ports (finalizer before any cloud call, and so on).
  */
 import type { ClaimPolicy } from '../functions/core/claim';
+import type { EndpointSliceView } from '../functions/core/endpoint-targets';
 import { NotFoundError, TerminalError } from '../functions/core/errors';
 import type { ControllerEvent } from '../functions/core/events';
 import { canonicalJson, stableHash } from '../functions/core/hash';
@@ -98,6 +99,8 @@ type MutableService = {
 export class InMemoryKubernetes implements KubernetesApi {
   private readonly services = new Map<string, Service>();
   nodes: Node[] = [];
+  /** Each Service's EndpointSlices, by `namespace/name`. */
+  readonly endpointSlices = new Map<string, EndpointSliceView[]>();
   readonly faults = new FaultPlan();
   /** Runs after getService returns, to change the world between read and write. */
   afterGet: (() => void) | undefined;
@@ -157,6 +160,14 @@ export class InMemoryKubernetes implements KubernetesApi {
     return Promise.resolve(structuredClone(this.nodes));
   }
 
+  listEndpointSlices(namespace: string, serviceName: string): Promise<EndpointSliceView[]> {
+    this.log.add('kube', 'listEndpointSlices', keyOf(namespace, serviceName));
+    this.faults.check('listEndpointSlices');
+    return Promise.resolve(
+      structuredClone(this.endpointSlices.get(keyOf(namespace, serviceName)) ?? []),
+    );
+  }
+
   private changeFinalizers(
     method: string,
     service: Service,
@@ -193,6 +204,8 @@ export interface FakeLoadBalancer {
   readonly name: string;
   readonly serviceKey: string;
   hosts: string[];
+  /** Pod targets (`ip:port`), for a Service whose targets are pods. */
+  pods?: string[];
   annotations: Record<string, string>;
   /** How many times a load balancer was created for this Service; a new one gets a new DNS name. */
   readonly generation?: number;
@@ -253,6 +266,7 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
       name,
       serviceKey: keyOf(service.metadata?.namespace, service.metadata?.name),
       hosts: hosts.map((h) => h.instanceId),
+      ...(options.endpointSlices !== undefined ? { pods: podTargets(options.endpointSlices) } : {}),
       annotations: { ...(service.metadata?.annotations ?? {}) },
       generation,
     };
@@ -260,7 +274,10 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
       existing === undefined
         ? [`create load balancer ${name}`]
         : [
-            ...(existing.hosts.join() !== lb.hosts.join() ? ['register targets'] : []),
+            ...(existing.hosts.join() !== lb.hosts.join() ||
+            (existing.pods ?? []).join() !== (lb.pods ?? []).join()
+              ? ['register targets']
+              : []),
             ...(canonicalJson(existing.annotations) !== canonicalJson(lb.annotations)
               ? ['apply annotations']
               : []),
@@ -319,6 +336,29 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
     return Promise.resolve({ state: state ?? {}, instances: [...lb.hosts].sort() });
   }
 
+  targetsFromEndpoints(service: Service): boolean {
+    return service.metadata?.annotations?.[nlbTargetTypeAnnotation] === 'ip';
+  }
+
+  updateEndpointTargets(
+    service: Service,
+    slices: readonly EndpointSliceView[],
+    state: ProviderState | undefined,
+    options: UpdateOptions = {},
+  ): Promise<UpdateResult> {
+    const pods = podTargets(slices);
+    this.log.add(
+      'provider',
+      'updateEndpointTargets',
+      `${this.describe(service)} pods=${pods.join(',')}${options.readTargets === true ? ' reading targets' : ''}`,
+    );
+    this.faults.check('updateEndpointTargets');
+    const lb = this.balancers.get(service.metadata?.uid ?? '');
+    if (lb === undefined) return Promise.reject(new NotFoundError('no target group of pods'));
+    lb.pods = pods;
+    return Promise.resolve({ state: state ?? {}, instances: [] });
+  }
+
   ensureLoadBalancerDeleted(
     service: Service,
     state: ProviderState | undefined,
@@ -343,6 +383,18 @@ export class InMemoryLoadBalancerProvider implements LoadBalancerProvider {
   private describe(service: Service): string {
     return `${keyOf(service.metadata?.namespace, service.metadata?.name)} uid=${service.metadata?.uid ?? ''}`;
   }
+}
+
+const nlbTargetTypeAnnotation = 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type';
+
+/** The fake's pod targets: every serving pod of every slice, on its first port. */
+function podTargets(slices: readonly EndpointSliceView[]): string[] {
+  const targets = slices.flatMap((slice) =>
+    slice.endpoints
+      .filter((e) => e.targetRef?.kind === 'Pod' && e.conditions?.ready !== false)
+      .map((e) => `${e.addresses[0] ?? ''}:${slice.ports?.[0]?.port ?? 0}`),
+  );
+  return [...new Set(targets)].sort();
 }
 
 function arnOf(lb: FakeLoadBalancer): string {

@@ -19,6 +19,9 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
  * The work queue's messages (`{v, kind, key, reason}`), keys only: the sync re-reads the world (S4).
  * - `service`: a Service changed; full sync.
  * - `hosts`: node sync found the Service's LB has other hosts; host update.
+ * - `targets`: the endpoints of a Service whose NLB targets pods (`nlb-target-type: ip`) changed;
+ *   targets sync, which reads the live EndpointSlices (issue 36). Sent by the forwarder from the
+ *   release after 0.2; an older runtime dead-letters it as malformed, so the runtime goes first.
  * - `resync`: drift repair; full sync ignoring the checkpoint, when `pass` names the sweep run
  *   recorded in the state table (or the one before), else an ordinary `service` sync: a flood of
  *   forged resyncs costs checkpoint hits, not AWS reads.
@@ -34,6 +37,7 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
 export const workMessageSchema = z.discriminatedUnion('kind', [
   z.strictObject({ v: z.literal(1), kind: z.literal('service'), key: serviceKey, reason }),
   z.strictObject({ v: z.literal(1), kind: z.literal('hosts'), key: serviceKey, reason }),
+  z.strictObject({ v: z.literal(1), kind: z.literal('targets'), key: serviceKey, reason }),
   z.strictObject({
     v: z.literal(1),
     kind: z.literal('resync'),

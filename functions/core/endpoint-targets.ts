@@ -15,6 +15,8 @@
  * - only slices of the target group's address family count.
  */
 
+import { canonicalJson, stableHash, type JsonValue } from './hash';
+
 export interface EndpointConditions {
   readonly ready?: boolean | undefined;
   readonly serving?: boolean | undefined;
@@ -85,4 +87,36 @@ function sorted(targets: Map<string, IpTarget>): IpTarget[] {
   return [...targets.values()].sort((a, b) =>
     a.ip === b.ip ? a.port - b.port : a.ip < b.ip ? -1 : 1,
   );
+}
+
+/**
+ * What of one slice `ipTargetsFor` reads, in a canonical form: two versions of a slice with the
+ * same projection give every target group the same targets. The forwarder compares it to decide
+ * whether a slice change is worth a message; the targets sync hashes all of a Service's slices'
+ * projections to decide whether its targets need a look at AWS.
+ */
+export function sliceProjection(slice: EndpointSliceView): JsonValue {
+  const ports = (slice.ports ?? [])
+    .map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port ?? -1] as const)
+    .sort((a, b) => (a.join() < b.join() ? -1 : a.join() > b.join() ? 1 : 0));
+  const endpoints = slice.endpoints
+    .filter((e) => e.targetRef?.kind === 'Pod' && e.addresses[0] !== undefined)
+    .map((e) => {
+      const conditions = e.conditions ?? {};
+      const state =
+        conditions.ready !== false
+          ? 'serving'
+          : conditions.terminating === true
+            ? 'terminating'
+            : 'out';
+      return `${e.addresses[0] ?? ''}=${state}`;
+    })
+    .filter((entry) => !entry.endsWith('=out'))
+    .sort();
+  return [slice.addressType, ports.map((p) => [...p]), endpoints];
+}
+
+/** A digest of a Service's slices as the targets sync reads them: order of slices ignored. */
+export function endpointsDigest(slices: readonly EndpointSliceView[]): string {
+  return stableHash(slices.map((slice) => canonicalJson(sliceProjection(slice))).sort());
 }

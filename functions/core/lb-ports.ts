@@ -5,11 +5,17 @@ import { countProblem, serviceLimits } from './service-limits';
 
 export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP';
 
+/** What a Service's load balancer sends traffic to: its nodes' NodePorts, or its pods. */
+export type TargetKind = 'nodes' | 'pods';
+
 /** One NLB listener: a Service port number, its protocol, and the nodePort its targets use. */
 export interface LoadBalancerPort {
   readonly port: number;
   readonly protocol: ListenerProtocol;
+  /** 0 when the targets are pods and the Service has none. */
   readonly nodePort: number;
+  /** The pods' port: a number, or a port name resolved per EndpointSlice (the port by default). */
+  readonly targetPort: number | string;
   /** The Service port names merged into this listener. */
   readonly names: readonly string[];
 }
@@ -22,7 +28,10 @@ export const maxListeners = 50;
  * same port become one TCP_UDP listener, which AWS allows only with one target port, so both must
  * share a nodePort. Throws a TerminalError naming every problem.
  */
-export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
+export function loadBalancerPorts(
+  service: Service,
+  targets: TargetKind = 'nodes',
+): LoadBalancerPort[] {
   const servicePorts = service.spec?.ports ?? [];
   // From the count, before a single port is looked at (issue 19: work before limits).
   const tooMany = countProblem('spec.ports', servicePorts.length, serviceLimits.servicePorts);
@@ -38,7 +47,7 @@ export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
       );
       continue;
     }
-    if (!port.nodePort) {
+    if (!port.nodePort && targets === 'nodes') {
       problems.push(`port ${port.port}/${protocol} has no nodePort: instance targets need one`);
       continue;
     }
@@ -59,9 +68,14 @@ export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
         port: portNumber,
         protocol: (first.protocol ?? 'TCP') as 'TCP' | 'UDP',
         nodePort: first.nodePort ?? 0,
+        targetPort: targetPortOf(first),
         names,
       });
-    } else if (first.nodePort !== second.nodePort) {
+    } else if (targets === 'pods' && targetPortOf(first) !== targetPortOf(second)) {
+      problems.push(
+        `ports ${portNumber}/TCP and ${portNumber}/UDP must use the same targetPort to share a TCP_UDP listener with pod targets (they use ${clipped(String(targetPortOf(first)))} and ${clipped(String(targetPortOf(second)))})`,
+      );
+    } else if (targets === 'nodes' && first.nodePort !== second.nodePort) {
       problems.push(
         `ports ${portNumber}/TCP and ${portNumber}/UDP must use the same nodePort to share a TCP_UDP listener (they use ${first.nodePort ?? 0} and ${second.nodePort ?? 0})`,
       );
@@ -70,6 +84,7 @@ export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
         port: portNumber,
         protocol: 'TCP_UDP',
         nodePort: first.nodePort ?? 0,
+        targetPort: targetPortOf(first),
         names,
       });
     }
@@ -81,4 +96,9 @@ export function loadBalancerPorts(service: Service): LoadBalancerPort[] {
   }
   if (problems.length > 0) throw new TerminalError(joinProblems(problems));
   return listeners;
+}
+
+function targetPortOf(port: ServicePort): number | string {
+  const target = port.targetPort;
+  return target === undefined || target === '' || target === 0 ? port.port : target;
 }

@@ -24,6 +24,8 @@ export interface ServicePort {
   readonly appProtocol?: string | undefined;
   readonly port: number;
   readonly nodePort?: number | undefined;
+  /** The pods' port: a number or the name of a container port. */
+  readonly targetPort?: number | string | undefined;
 }
 
 export interface ServiceSpec {

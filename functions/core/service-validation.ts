@@ -1,6 +1,6 @@
 import { quoted } from './echo';
 import { TerminalError } from './errors';
-import { loadBalancerPorts, type LoadBalancerPort } from './lb-ports';
+import { loadBalancerPorts, type LoadBalancerPort, type TargetKind } from './lb-ports';
 import type { Service } from './objects';
 import { sizeProblems } from './service-limits';
 
@@ -8,10 +8,10 @@ import { sizeProblems } from './service-limits';
  * Service fields this controller cannot honour. Each gets a terminal Warning that names it rather
  * than being silently ignored (docs/design.md §2).
  */
-export function unsupportedFields(service: Service): string[] {
+export function unsupportedFields(service: Service, targets: TargetKind = 'nodes'): string[] {
   const spec = service.spec ?? {};
   const problems: string[] = [];
-  if (spec.allocateLoadBalancerNodePorts === false) {
+  if (spec.allocateLoadBalancerNodePorts === false && targets === 'nodes') {
     problems.push(
       'spec.allocateLoadBalancerNodePorts: false is not supported (instance targets need NodePorts)',
     );
@@ -36,13 +36,16 @@ export function unsupportedFields(service: Service): string[] {
  * naming every problem. Sizes come first and alone: a Service over a limit is refused from its
  * counts, before its ports are grouped or anything else is built from it.
  */
-export function validateLoadBalancerService(service: Service): LoadBalancerPort[] {
+export function validateLoadBalancerService(
+  service: Service,
+  targets: TargetKind = 'nodes',
+): LoadBalancerPort[] {
   const tooLarge = sizeProblems(service);
   if (tooLarge.length > 0) throw new TerminalError(tooLarge.join('; '));
-  const problems = unsupportedFields(service);
+  const problems = unsupportedFields(service, targets);
   let ports: LoadBalancerPort[] = [];
   try {
-    ports = loadBalancerPorts(service);
+    ports = loadBalancerPorts(service, targets);
   } catch (error) {
     if (!(error instanceof TerminalError)) throw error;
     problems.push(error.message);

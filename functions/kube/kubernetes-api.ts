@@ -1,6 +1,7 @@
 import type { KubeConnection } from './in-cluster';
 import { streamListPage } from './list-stream';
 import { awsErrorClass, awsErrorCode } from '../aws/aws-errors';
+import type { EndpointSliceView } from '../core/endpoint-targets';
 import { attributesAnnotation, wantsDeletionProtection } from '../core/deletion-protection';
 import { classFinalizer, upstreamFinalizer } from '../core/claim';
 import { errorMessage, NotFoundError, RetryableError, TerminalError } from '../core/errors';
@@ -85,6 +86,23 @@ export class HttpKubernetesApi implements KubernetesApi, NamespaceDirectory {
       return await listAll<Node>(api, '/api/v1/nodes');
     } catch (error) {
       throw translateKubeError(error, 'list nodes');
+    }
+  }
+
+  async listEndpointSlices(namespace: string, serviceName: string): Promise<EndpointSliceView[]> {
+    const api = await this.connect();
+    try {
+      const slices = await listAll<EndpointSliceView>(
+        api,
+        `/apis/discovery.k8s.io/v1/namespaces/${segment(namespace)}/endpointslices`,
+        { labelSelector: `${serviceNameLabel}=${serviceName}` },
+      );
+      return slices.map(sliceView);
+    } catch (error) {
+      throw translateKubeError(
+        error,
+        `list endpoint slices of service ${namespace}/${serviceName}`,
+      );
     }
   }
 
@@ -200,14 +218,38 @@ export function serviceSummary(service: Service): ServiceSummary {
 }
 
 /** Every page of a list, `nodePageSize` at a time. */
-async function listAll<T>(api: KubeApiClient, path: string): Promise<T[]> {
+/** The label the EndpointSlice controller puts on a Service's slices. */
+export const serviceNameLabel = 'kubernetes.io/service-name';
+
+/** What the targets of a slice are read from, and nothing else of it (its labels, hints, zones). */
+function sliceView(slice: EndpointSliceView): EndpointSliceView {
+  return {
+    addressType: slice.addressType,
+    ports: (slice.ports ?? []).map(({ name, port, protocol }) => ({ name, port, protocol })),
+    endpoints: (slice.endpoints ?? []).map(({ addresses, conditions, targetRef }) => ({
+      addresses: addresses.slice(0, 1),
+      conditions: {
+        ready: conditions?.ready,
+        serving: conditions?.serving,
+        terminating: conditions?.terminating,
+      },
+      targetRef: { kind: targetRef?.kind },
+    })),
+  };
+}
+
+async function listAll<T>(
+  api: KubeApiClient,
+  path: string,
+  query: Readonly<Record<string, string>> = {},
+): Promise<T[]> {
   const items: T[] = [];
   let token: string | undefined;
   do {
     const page = await api.request<List<T>>({
       method: 'GET',
       path,
-      query: { limit: nodePageSize, continue: token },
+      query: { ...query, limit: nodePageSize, continue: token },
     });
     items.push(...(page.items ?? []));
     token = page.metadata?.continue || undefined;

@@ -15,7 +15,7 @@ import { buildDesiredLoadBalancer, schemeOf, stickinessFromAffinity } from './mo
 import { ipAddressTypeOf } from './model/dualstack';
 import { withNamingVersion } from './model/naming';
 import { planChanges, type Plan } from './model/plan';
-import type { DesiredLoadBalancer, Observed, SubnetRef } from './model/types';
+import type { DesiredLoadBalancer, DesiredTargetGroup, Observed, SubnetRef } from './model/types';
 import { observe } from './observe';
 import {
   namingVersionOf,
@@ -59,7 +59,7 @@ export async function ensureLoadBalancer(
   const now = ctx.now();
   pruneCreated(nlbState, now);
   const inputs = await resolveInputs(ctx, service, nlbState);
-  const desired = desiredModel(ctx, service, hosts, nlbState, inputs);
+  const desired = desiredModel(ctx, service, hosts, nlbState, inputs, hooks.endpointSlices);
   const observed = await observeFor(ctx, now, service, desired, nlbState, inputs.userGroups);
   const plan = planChanges(desired, observed, nlbState.appliedTagKeys ?? []);
   foldObserved(nlbState, desired, observed);
@@ -125,6 +125,7 @@ function desiredModel(
   hosts: readonly Host[],
   nlbState: NlbState,
   { options, subnets, frontendSecurityGroupIds }: EnsureInputs,
+  endpointSlices: EnsureOptions['endpointSlices'],
 ): DesiredLoadBalancer {
   // Pinned before anything is created, so a failed first sync keeps the names it started with.
   nlbState.namingVersion = namingVersionOf(nlbState);
@@ -137,6 +138,7 @@ function desiredModel(
       subnets,
       stickinessFromAffinityApplied: nlbState.stickinessFromAffinity,
       frontendSecurityGroupIds,
+      endpointSlices,
     }),
     ctx.settings.clusterName,
     service,
@@ -196,7 +198,8 @@ function foldObserved(nlbState: NlbState, desired: DesiredLoadBalancer, observed
   nlbState.targetGroups = Object.fromEntries(
     observed.targetGroups.map((tg) => {
       const key = desired.targetGroups.find((d) => d.name === tg.name)?.key ?? `old:${tg.name}`;
-      return [key, { arn: tg.arn, name: tg.name, targets: [...(tg.targets ?? [])] }];
+      const pods = tg.targetType === 'ip' ? { targetType: 'ip' as const } : {};
+      return [key, { arn: tg.arn, name: tg.name, ...pods, targets: [...(tg.targets ?? [])] }];
     }),
   );
 }
@@ -259,7 +262,10 @@ function resultOf(desired: DesiredLoadBalancer, plan: Plan, nlbState: NlbState):
         }
       : {}),
     summary: summaryOf(desired, nlbState),
-    instances: uniqueSorted(desired.targetGroups.flatMap((tg) => tg.targets)),
+    // Nodes only: pods come and go with every rollout, which the lifecycle feed does not announce.
+    instances: uniqueSorted(
+      desired.targetGroups.filter((tg) => tg.targetType === 'instance').flatMap((tg) => tg.targets),
+    ),
     changes: describeChanges(plan),
   };
 }
@@ -303,11 +309,15 @@ function summaryOf(desired: DesiredLoadBalancer, nlbState: NlbState): LoadBalanc
     protocol: l.protocol,
     targetGroupId: targetGroupArn(l.targetGroupKey),
   }));
-  // Targets are left out: a node change is LoadBalancerHostsUpdated, not a new shape.
+  // Targets are left out: a node change is LoadBalancerHostsUpdated, not a new shape. So is the
+  // target type `instance`, which the model did not name before ip targets: the shapes already
+  // announced stay the same.
   const { targetGroups, ...rest } = desired;
+  const shapeOf = ({ targets: _, targetType, ...tg }: DesiredTargetGroup) =>
+    targetType === 'instance' ? tg : { ...tg, targetType };
   const shape = stableHash(
     toJson({
-      desired: { ...rest, targetGroups: targetGroups.map(({ targets: _, ...tg }) => tg) },
+      desired: { ...rest, targetGroups: targetGroups.map(shapeOf) },
       arn: nlbState.loadBalancerArn ?? '',
       dnsName: nlbState.dnsName ?? '',
       securityGroupId: nlbState.securityGroupId ?? '',

@@ -78,10 +78,11 @@ export class PlanRun {
   }
 
   record(tg: CreatedTargetGroup): void {
-    const { state } = this.request;
+    const { state, desired } = this.request;
+    const pods = desired.targetGroups.find((d) => d.key === tg.key)?.targetType === 'ip';
     state.targetGroups = {
       ...state.targetGroups,
-      [tg.key]: { arn: tg.arn, name: tg.name, targets: [] },
+      [tg.key]: { arn: tg.arn, name: tg.name, ...(pods ? { targetType: 'ip' } : {}), targets: [] },
     };
   }
 

@@ -13,6 +13,7 @@ import type { Step } from './model/plan';
 import type { DesiredTargetGroup, HealthCheck } from './model/types';
 import { forgetCreated, noteCreated } from './nlb-state';
 import { tagList, type PlanRun } from './execute-run';
+import { targetDescription } from './model/target-ids';
 
 // Target groups: created and proven ours by their tags before anything of them is recorded, their
 // health checks, attributes and targets, and their removal.
@@ -69,7 +70,7 @@ export async function applyTargetGroupStep(run: PlanRun, step: TargetGroupStep):
     case 'deregisterTargets': {
       const arn = run.targetGroupArn(step.key);
       for (let i = 0; i < step.targets.length; i += registerBatch) {
-        const Targets = step.targets.slice(i, i + registerBatch).map((Id) => ({ Id }));
+        const Targets = step.targets.slice(i, i + registerBatch).map(targetDescription);
         await run.elbv2.send(
           step.kind === 'registerTargets'
             ? new RegisterTargetsCommand({ TargetGroupArn: arn, Targets })
@@ -115,7 +116,7 @@ async function createTargetGroup(
         Protocol: tg.protocol,
         Port: tg.port,
         VpcId: vpcId,
-        TargetType: 'instance',
+        TargetType: tg.targetType,
         ...healthCheckFields(tg.healthCheck),
         Tags: tagList(tg.tags),
       }),

@@ -1,3 +1,4 @@
+import type { EndpointSliceView } from '../core/endpoint-targets';
 import { stableHash } from '../core/hash';
 import type { Host } from '../core/hosts';
 import type { LoadBalancerStatus, Service } from '../core/objects';
@@ -20,6 +21,7 @@ import { ensureLoadBalancer } from './ensure-load-balancer';
 import type { ProviderContext } from './provider-context';
 import { getLoadBalancer, ownersInCluster, taggingApiLoader } from './tagged-resources';
 import type { TenantPolicyEnforcer } from './tenant-policy-check';
+import { updateEndpointTargets } from './update-pod-targets';
 import { updateLoadBalancer } from './update-targets';
 
 /** Bump when the desired model changes meaning, so every checkpoint misses once. */
@@ -27,7 +29,8 @@ export const nlbModelVersion = 1;
 
 /**
  * The LoadBalancerProvider for AWS Network Load Balancers with instance targets on the Services'
- * NodePorts: desired model → observed → plan → apply, owned by tags, found by stored ARNs.
+ * NodePorts, or pod targets from their EndpointSlices (`nlb-target-type: ip`): desired model →
+ * observed → plan → apply, owned by tags, found by stored ARNs.
  * Each operation is a module of its own (ensure-load-balancer.ts, update-targets.ts,
  * delete-load-balancer.ts, tagged-resources.ts), given this provider's context.
  */
@@ -93,6 +96,21 @@ export class NlbProvider implements LoadBalancerProvider {
     return updateLoadBalancer(this.context, service, hosts, state, options, () =>
       this.ensureLoadBalancer(service, hosts, state),
     );
+  }
+
+  /** `nlb-target-type: ip`; an annotation that cannot be read leaves the Ensure to report it. */
+  targetsFromEndpoints(service: Service): boolean {
+    return this.optionsOrDefaults(service).targetType === 'ip';
+  }
+
+  /** Endpoint changes only (update-pod-targets.ts). */
+  updateEndpointTargets(
+    service: Service,
+    slices: readonly EndpointSliceView[],
+    state: ProviderState | undefined,
+    options: UpdateOptions = {},
+  ): Promise<UpdateResult> {
+    return updateEndpointTargets(this.context, service, slices, state, options);
   }
 
   ensureLoadBalancerDeleted(

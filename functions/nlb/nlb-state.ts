@@ -12,7 +12,11 @@ export interface NlbState {
   securityGroupId?: string;
   /** Resolved subnets, with the inputs they were resolved from (scheme and subnets annotation). */
   subnets?: { readonly inputs: string; readonly refs: SubnetRef[] };
-  targetGroups?: Record<string, { arn: string; name: string; targets?: string[] }>;
+  /** By key; `targetType` is set for pod targets only (absent: instances, as before it existed). */
+  targetGroups?: Record<
+    string,
+    { arn: string; name: string; targetType?: 'ip'; targets?: string[] }
+  >;
   /** The security-groups annotation resolved to IDs, with the value it was resolved from. */
   frontendSecurityGroups?: { readonly inputs: string; readonly ids: string[] };
   /** The NLB already deleted while other resources are still being deleted (for the lifecycle feed). */

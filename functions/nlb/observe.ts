@@ -32,7 +32,9 @@ import type {
   ObservedTargetGroup,
   Tags,
   TargetGroupProtocol,
+  TargetType,
 } from './model/types';
+import { registeredTargetId } from './model/target-ids';
 import { notVisibleYet, type NlbState } from './nlb-state';
 import { describeElbv2Tags, holderOf, tagsOf } from './ownership';
 
@@ -126,10 +128,12 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
   const observedGroups: ObservedTargetGroup[] = [];
   for (const group of groups) {
     const arn = group.TargetGroupArn ?? '';
+    const targetType = group.TargetType === 'ip' ? 'ip' : 'instance';
     observedGroups.push({
       arn,
       name: group.TargetGroupName ?? '',
       protocol: (group.Protocol ?? 'TCP') as TargetGroupProtocol,
+      targetType,
       port: group.Port ?? 0,
       healthCheck: healthCheckOf(group),
       tags: tags.get(arn) ?? {},
@@ -137,7 +141,7 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
         ? await targetGroupAttributes(request, arn)
         : undefined,
       // Always read: the drift check must see targets removed by hand.
-      targets: await registeredTargets(request, arn),
+      targets: await registeredTargets(request, arn, targetType),
     });
   }
 
@@ -323,17 +327,25 @@ function describeTags(
   return read(request, 'describe tags', arns, () => describeElbv2Tags(request.clients.elbv2, arns));
 }
 
-function registeredTargets(request: ObserveRequest, arn: string): Promise<string[]> {
-  return registeredTargetIds(request.clients.elbv2, arn, (error, action) =>
-    failure(request, [arn], action, error),
+function registeredTargets(
+  request: ObserveRequest,
+  arn: string,
+  targetType: TargetType,
+): Promise<string[]> {
+  return registeredTargetIds(
+    request.clients.elbv2,
+    arn,
+    (error, action) => failure(request, [arn], action, error),
+    targetType,
   );
 }
 
-/** The instances registered in a target group, sorted; draining ones left out. */
+/** The instances (or pods, `ip:port`) registered in a target group, sorted; draining ones left out. */
 export async function registeredTargetIds(
   elbv2: ObserveRequest['clients']['elbv2'],
   arn: string,
   onError: (error: unknown, action: string) => Error = translateAwsError,
+  targetType: TargetType = 'instance',
 ): Promise<string[]> {
   let found;
   try {
@@ -344,7 +356,7 @@ export async function registeredTargetIds(
   // Draining targets are on their way out already.
   return (found.TargetHealthDescriptions ?? [])
     .filter((d) => d.TargetHealth?.State !== 'draining')
-    .map((d) => d.Target?.Id ?? '')
+    .map((d) => registeredTargetId(d.Target ?? {}, targetType))
     .filter((id) => id !== '')
     .sort();
 }

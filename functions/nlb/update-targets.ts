@@ -12,7 +12,8 @@ import { limits } from './model/desired';
 import { ownershipTags } from './model/naming';
 import { registeredTargetIds } from './observe';
 import { describeElbv2Tags, sortByOwnership } from './ownership';
-import { readNlbState, recordedResources, toProviderState, type NlbState } from './nlb-state';
+import { targetDescription } from './model/target-ids';
+import { readNlbState, toProviderState, type NlbState } from './nlb-state';
 import { uniqueSorted, type ProviderContext } from './provider-context';
 
 // The provider's host update: targets registered and deregistered in the recorded target groups,
@@ -35,51 +36,75 @@ export async function updateLoadBalancer(
   fullEnsure: () => Promise<EnsureResult>,
 ): Promise<UpdateResult> {
   const nlbState = readNlbState(state);
-  const groups = Object.values(nlbState.targetGroups ?? {});
-  if (options.readTargets === true) for (const tg of groups) delete tg.targets;
-  if (groups.length === 0) {
+  const recorded = Object.values(nlbState.targetGroups ?? {});
+  if (recorded.length === 0) {
     const ensured = await fullEnsure();
     return { state: ensured.state, instances: ensured.instances, summary: ensured.summary };
   }
+  // Pod target groups have no node in them: a Service whose targets are all pods has nothing to
+  // update, and is not asked anything.
+  const groups = recorded.filter((tg) => tg.targetType !== 'ip');
+  if (groups.length === 0) return { state: toProviderState(nlbState), instances: [] };
+  if (options.readTargets === true) for (const tg of groups) delete tg.targets;
   if (hosts.length > limits.targetsPerTargetGroup) {
     throw new TerminalError(
       `${hosts.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold`,
     );
   }
   const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
-  const wantedIds = new Set(wanted);
-  await requireOwnedTargetGroups(ctx, service, nlbState);
-  // Groups too large to record (nlb-state.ts maxRecordedTargets), recorded before targets were,
-  // or not to be trusted (readTargets): what is registered comes from AWS, one read per group.
-  for (const tg of groups) {
-    // A group gone is drift for the full sync (NotFoundError), not a failure to retry as is.
-    tg.targets ??= await registeredTargetIds(ctx.clients.elbv2, tg.arn, (error, action) =>
-      isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
-        ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
-        : translateAwsError(error, action),
-    );
+  await requireOwnedTargetGroups(ctx, service, nlbState, groups);
+  await applyTargetChanges(
+    ctx,
+    nlbState,
+    groups.map((tg) => ({ tg, wanted })),
+  );
+  return { state: toProviderState(nlbState), instances: wanted };
+}
+
+/** A recorded target group (nlb-state.ts), changed in place as its targets change. */
+export type RecordedTargetGroup = NonNullable<NlbState['targetGroups']>[string];
+
+/**
+ * Brings each group's registered targets to `wanted`, with nothing read but, for a group whose
+ * targets are not recorded (too many, an older record, or `readTargets`), one
+ * DescribeTargetHealth. Removals first (a node that left, or a pod on its way out, matters more
+ * than a new one, and the registration budget gives them priority), except where a group would
+ * drop to zero targets in between: there the new targets go in first. In batches of 200, each
+ * recorded as it lands, so a failure part-way keeps what was done (on the error's
+ * `providerState`).
+ */
+export async function applyTargetChanges(
+  ctx: ProviderContext,
+  nlbState: NlbState,
+  wanted: readonly { readonly tg: RecordedTargetGroup; readonly wanted: readonly string[] }[],
+): Promise<void> {
+  try {
+    for (const { tg } of wanted) {
+      // A group gone is drift for the full sync (NotFoundError), not a failure to retry as is.
+      tg.targets ??= await registeredTargetIds(
+        ctx.clients.elbv2,
+        tg.arn,
+        (error, action) =>
+          groupGone(error) ? driftError(error) : translateAwsError(error, action),
+        tg.targetType ?? 'instance',
+      );
+    }
+  } catch (error) {
+    throw Object.assign(error as Error, { providerState: toProviderState(nlbState) });
   }
-  // Removals first (a node that left or may no longer serve matters more than a new one, and
-  // the registration budget gives them priority), except where a group would drop to zero
-  // targets in between: there the new targets go in first.
-  const changes = groups.map((tg) => {
+  const changes = wanted.map(({ tg, wanted: ids }) => {
     const current = tg.targets ?? [];
     // Sets: at thousands of nodes a list search per id is millions of comparisons per group.
     const registered = new Set(current);
-    const register = wanted.filter((id) => !registered.has(id));
+    const wantedIds = new Set(ids);
+    const register = ids.filter((id) => !registered.has(id));
     const deregister = current.filter((id) => !wantedIds.has(id));
-    return { tg, register, deregister, keepsTargets: current.length > deregister.length };
+    return { tg, ids, register, deregister, keepsTargets: current.length > deregister.length };
   });
-  const send = async (
-    tg: (typeof groups)[number],
-    kind: 'register' | 'deregister',
-    ids: readonly string[],
-  ) => {
-    // In batches, as execute-target-groups.ts registers (a large scale-up in one window would be refused
-    // whole), recording each batch as it lands so a failure part-way keeps what was done.
+  const send = async (tg: RecordedTargetGroup, kind: 'register' | 'deregister', ids: string[]) => {
     for (let i = 0; i < ids.length; i += registerBatch) {
       const batch = ids.slice(i, i + registerBatch);
-      const input = { TargetGroupArn: tg.arn, Targets: batch.map((Id) => ({ Id })) };
+      const input = { TargetGroupArn: tg.arn, Targets: batch.map(targetDescription) };
       await ctx.clients.elbv2.send(
         kind === 'register'
           ? new RegisterTargetsCommand(input)
@@ -97,31 +122,39 @@ export async function updateLoadBalancer(
     for (const c of changes) if (c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
     for (const c of changes) await send(c.tg, 'register', c.register);
     for (const c of changes) if (!c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
-    for (const c of changes) c.tg.targets = wanted;
+    for (const c of changes) c.tg.targets = [...c.ids].sort();
   } catch (error) {
     // A target group deleted behind our back: drift, which only a full Ensure repairs. A
     // registration budget booked ahead is not a failure: the key comes back later.
-    const translated = isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException')
-      ? new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error })
+    const translated = groupGone(error)
+      ? driftError(error)
       : error instanceof RequeueAfterError
         ? error
         : translateAwsError(error, 'update targets');
     throw Object.assign(translated, { providerState: toProviderState(nlbState) });
   }
-  return { state: toProviderState(nlbState), instances: wanted };
+}
+
+function groupGone(error: unknown): boolean {
+  return isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException');
+}
+
+function driftError(error: unknown): NotFoundError {
+  return new NotFoundError(`update targets: ${errorMessage(error)}`, { cause: error });
 }
 
 /**
- * The recorded target groups, checked by their tags before a host update writes to them: one
+ * The recorded target groups a targets update writes to, checked by their tags first: one
  * DescribeTags for up to 20 groups. Another owner's group is a terminal error naming it; a group
  * that is gone (or carries no tags at all) is drift, which a full Ensure sorts out.
  */
-async function requireOwnedTargetGroups(
+export async function requireOwnedTargetGroups(
   ctx: ProviderContext,
   service: Service,
   nlbState: NlbState,
+  groups: readonly RecordedTargetGroup[],
 ): Promise<void> {
-  const arns = recordedResources(nlbState).targetGroupArns;
+  const arns = groups.map((tg) => tg.arn);
   const withState = { providerState: toProviderState(nlbState) };
   let owned;
   try {

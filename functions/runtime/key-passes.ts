@@ -6,6 +6,7 @@ import { backoffSeconds } from '../core/backoff';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
+import { syncTargets } from '../sync/sync-targets';
 import type { RuntimeContext } from './context';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { FailureUpdate, FinishResult, Lease } from './ports';
@@ -21,7 +22,7 @@ export const maxPassesPerReceive = 5;
  */
 export const registrationWaitMs = 30_000;
 
-export type KeyMode = 'service' | 'hosts' | 'resync';
+export type KeyMode = 'service' | 'hosts' | 'targets' | 'resync';
 
 /** Where a key's passes come from: a queue message (its id, a sweep's pass), or node sync. */
 export interface KeyOrigin {
@@ -77,7 +78,7 @@ async function runPasses(
     ...(origin.messageId !== undefined ? { messageId: origin.messageId } : {}),
     correlationId: lifecycle.correlationId,
   };
-  let mode: KeyMode = modes.has('resync') ? 'resync' : modes.has('service') ? 'service' : 'hosts';
+  let mode = firstMode(modes);
   let held: Lease | undefined;
   try {
     const acquired = await ctx.store.acquireServiceLease(
@@ -96,8 +97,9 @@ async function runPasses(
     }
     const lease = acquired.lease;
     held = lease;
-    if (mode === 'hosts' && lease.pendingChange) {
-      // A change the dead holder was asked to run and never did: a host update skips the spec.
+    if ((mode === 'hosts' || mode === 'targets') && lease.pendingChange) {
+      // A change the dead holder was asked to run and never did: a host update (or a targets
+      // sync) skips the spec.
       ctx.metrics.count('EscalatedHostUpdates');
       if (origin.direct === true) {
         // Node sync's run has no time for a full sync: the work queue runs it, at once.
@@ -125,13 +127,20 @@ async function runPasses(
       // After a failure or a takeover the record's targets may not be AWS's (a registration that
       // landed before the failure, or one that never did): a host update reads them from AWS.
       if (mode === 'hosts' && unverified) ctx.metrics.count('HostUpdatesFromAws');
+      if (mode === 'targets' && unverified) ctx.metrics.count('TargetsSyncsFromAws');
       outcome =
         mode === 'hosts'
           ? await syncHosts(key, deps, { readTargets: unverified })
-          : await syncService(key, deps, { ignoreCheckpoint: checksAws });
+          : mode === 'targets'
+            ? await syncTargets(key, deps, { readTargets: unverified })
+            : await syncService(key, deps, { ignoreCheckpoint: checksAws });
       // A full sync that completed (or reported a spec it cannot serve, which clears the
       // checkpoint) vouches for the record; a pass that failed may have left AWS half-changed.
-      if (mode !== 'hosts' && (outcome.kind === 'done' || outcome.kind === 'terminal'))
+      if (
+        mode !== 'hosts' &&
+        mode !== 'targets' &&
+        (outcome.kind === 'done' || outcome.kind === 'terminal')
+      )
         unverified = false;
       if (outcome.kind === 'retry' || outcome.kind === 'busy') unverified = true;
       ctx.metrics.milliseconds('SyncLatency', ctx.syncDeps.clock.now().getTime() - started);
@@ -218,6 +227,16 @@ async function runPasses(
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return { message: again(mode, key, sweepPass), seconds: ctx.config.backoffMaxSeconds };
   }
+}
+
+/**
+ * The pass a key's messages ask for: a full sync covers the others; a host update and a targets
+ * sync together are a full sync too (one Ensure, rather than two partial passes).
+ */
+function firstMode(modes: ReadonlySet<KeyMode>): KeyMode {
+  if (modes.has('resync')) return 'resync';
+  if (modes.has('service') || (modes.has('hosts') && modes.has('targets'))) return 'service';
+  return modes.has('targets') ? 'targets' : 'hosts';
 }
 
 /** The message that brings a key back in the same mode; a resync keeps the sweep run it came from. */

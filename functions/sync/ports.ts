@@ -2,6 +2,7 @@
  * The ports the use cases are written against. Adapters (functions/aws, functions/kube) implement
  * them for AWS and Kubernetes; test/support has in-memory versions that record every call.
  */
+import type { EndpointSliceView } from '../core/endpoint-targets';
 import type { ControllerEvent } from '../core/events';
 import type { JsonValue } from '../core/hash';
 import type { Host } from '../core/hosts';
@@ -87,6 +88,11 @@ export interface EnsureOptions {
    * finds nothing to repair then writes nothing anywhere.
    */
   readonly beforeChanges?: () => Promise<void>;
+  /**
+   * The Service's EndpointSlices, read by the sync when the provider's targets are pods
+   * (`targetsFromEndpoints`); absent otherwise.
+   */
+  readonly endpointSlices?: readonly EndpointSliceView[] | undefined;
 }
 
 export interface UpdateResult {
@@ -137,6 +143,23 @@ export interface LoadBalancerProvider {
     state: ProviderState | undefined,
     options?: UpdateOptions,
   ): Promise<UpdateResult>;
+  /**
+   * Whether the Service's targets are its pods (from its EndpointSlices) rather than its nodes:
+   * then node changes do not concern it and endpoint changes do. Reads the Service alone; a
+   * Service whose annotations cannot be read answers false (its Ensure reports them).
+   */
+  targetsFromEndpoints(service: Service): boolean;
+  /**
+   * Endpoint changes only: registers the pods that serve and deregisters the others, in the
+   * recorded target groups. Throws NotFoundError when what is recorded does not fit the Service
+   * (no target group of pods recorded for a port): a full Ensure sorts that out.
+   */
+  updateEndpointTargets(
+    service: Service,
+    slices: readonly EndpointSliceView[],
+    state: ProviderState | undefined,
+    options?: UpdateOptions,
+  ): Promise<UpdateResult>;
   /** Deletes everything owned for the Service; must not stop early because the NLB is already gone. */
   ensureLoadBalancerDeleted(
     service: Service,
@@ -163,6 +186,8 @@ export interface KubernetesApi {
   /** Writes status.loadBalancer through the status subresource; throws NotFoundError when the Service is gone. */
   patchServiceStatus(service: Service, status: LoadBalancerStatus): Promise<void>;
   listNodes(): Promise<Node[]>;
+  /** The EndpointSlices of one Service (label `kubernetes.io/service-name`), every page. */
+  listEndpointSlices(namespace: string, serviceName: string): Promise<EndpointSliceView[]>;
 }
 
 /**
@@ -241,6 +266,11 @@ export interface ServiceRecord {
   readonly status?: LoadBalancerStatus | undefined;
   /** Hash of the hosts the LB last got. */
   readonly hostsHash?: string | undefined;
+  /**
+   * A digest of the EndpointSlices the LB's pod targets last came from (`endpointsDigest`);
+   * undefined for node targets, or when the next targets sync must look at AWS.
+   */
+  readonly targetsHash?: string | undefined;
   /** The target-node-labels selector those hosts were chosen by (canonical); undefined: all. */
   readonly nodeSelector?: string | undefined;
   /** What the lifecycle feed was last told of this Service's LB (see sync/announce.ts). */

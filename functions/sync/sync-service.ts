@@ -13,6 +13,7 @@ import {
   RequeueAfterError,
   TerminalError,
 } from '../core/errors';
+import { endpointsDigest, type EndpointSliceView } from '../core/endpoint-targets';
 import { canonicalJson } from '../core/hash';
 import type { ServiceHostSet } from '../core/hosts';
 import { events, type ControllerEvent } from '../core/events';
@@ -31,6 +32,7 @@ import { type SyncDependencies } from './dependencies';
 import { hostsForService } from './host-selection';
 import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
+import { refreshPodTargets } from './pod-targets';
 import {
   keptByDeletionProtection,
   providerStateOf,
@@ -226,6 +228,33 @@ function announceDeleted(
   deps.lifecycle.deleted(service, deletedId ?? record?.announced?.loadBalancerId);
 }
 
+/** No hosts, and a hash that leaves them out of the checkpoint: for a Service whose targets are pods. */
+const noHosts: ServiceHostSet = { hosts: [], hash: '' };
+
+/**
+ * The Service's targets: its nodes, or, when the provider targets pods, its EndpointSlices (one
+ * list) and no nodes at all, so node changes neither re-run its Ensure nor select it for a host
+ * update.
+ */
+async function targetsOf(
+  service: Service,
+  key: ServiceKey,
+  record: ServiceRecord | undefined,
+  deps: SyncDependencies,
+): Promise<Targets> {
+  if (!deps.provider.targetsFromEndpoints(service)) {
+    return { hosts: await hostsForService(deps, service, record?.nodeSelector) };
+  }
+  const { namespace, name } = parseServiceKey(key);
+  return { hosts: noHosts, slices: await deps.kube.listEndpointSlices(namespace, name) };
+}
+
+interface Targets {
+  readonly hosts: ServiceHostSet;
+  /** Present when the targets are pods. */
+  readonly slices?: readonly EndpointSliceView[];
+}
+
 /** S10: make the LB match the Service, unless the checkpoint says it already does. */
 async function ensureBranch(
   service: Service,
@@ -234,7 +263,8 @@ async function ensureBranch(
   deps: SyncDependencies,
   options: SyncServiceOptions,
 ): Promise<SyncOutcome> {
-  const hosts = await hostsForService(deps, service, record?.nodeSelector);
+  const targets = await targetsOf(service, key, record, deps);
+  const { hosts } = targets;
   const inputs = { service, claim: deps.claim, providerFingerprint: deps.provider.fingerprint };
   const checkpoint = checkpointFor({ ...inputs, hostsHash: hosts.hash });
   // Terminal errors that depend on the nodes (too many targets) are re-driven by host updates.
@@ -244,13 +274,15 @@ async function ensureBranch(
     return { kind: 'terminal', error: new TerminalError(record.warned.message), repeated: true };
   }
   try {
-    validateLoadBalancerService(service);
+    validateLoadBalancerService(service, targets.slices === undefined ? 'nodes' : 'pods');
     if (record?.checkpoint === checkpoint) {
-      return options.ignoreCheckpoint
-        ? await checkDrift(service, record, hosts, deps)
-        : await keepInSync(service, record, deps);
+      if (options.ignoreCheckpoint) return await checkDrift(service, record, targets, deps);
+      const outcome = await keepInSync(service, record, targets, deps);
+      if (outcome !== 'ensure') return outcome;
+      const current = (await deps.state.getService(key)) ?? record;
+      return await ensure(service, key, current, targets, checkpoint, deps);
     }
-    return await ensure(service, key, record, hosts, checkpoint, deps);
+    return await ensure(service, key, record, targets, checkpoint, deps);
   } catch (error) {
     if (errorKind(error) !== 'terminal') throw error;
     return await reportTerminal(service, key, spec, error as TerminalError, deps);
@@ -259,26 +291,27 @@ async function ensureBranch(
 
 /**
  * A checkpoint hit: the AWS side already matches, so no cloud call and no Ensuring/Ensured noise,
- * but the finalizer and status are ours to keep right.
+ * but the finalizer and status are ours to keep right. Pod targets are not in the checkpoint:
+ * they follow the slices here, as a targets sync would (`ensure`: only a full Ensure can).
  */
 async function keepInSync(
   service: Service,
   record: ServiceRecord,
+  targets: Targets,
   deps: SyncDependencies,
-): Promise<SyncOutcome> {
+): Promise<SyncOutcome | 'ensure'> {
   await addFinalizerIfMissing(service, deps);
   await patchStatusIfChanged(service, record.status ?? {}, deps);
   // A change that does not touch AWS (externalIPs, say) still updates the snapshot, so its event
   // is announced once.
   const snapshot = serviceSnapshot(service);
+  let current = record;
   if (!sameSnapshot(record.snapshot, snapshot)) {
-    await deps.state.putService({
-      ...record,
-      snapshot,
-      updatedAt: deps.clock.now().toISOString(),
-    });
+    current = { ...record, snapshot, updatedAt: deps.clock.now().toISOString() };
+    await deps.state.putService(current);
   }
-  return done;
+  if (targets.slices === undefined) return done;
+  return await refreshPodTargets(service, current, targets.slices, deps, {});
 }
 
 /**
@@ -288,9 +321,11 @@ async function keepInSync(
 async function checkDrift(
   service: Service,
   record: ServiceRecord,
-  hosts: ServiceHostSet,
+  targets: Targets,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
+  const { hosts, slices } = targets;
+  const targetsHash = slices && endpointsDigest(slices);
   const ref = serviceReference(service);
   // Drift on the Service's side is repaired, and reported, like drift in AWS.
   const repairs: string[] = [];
@@ -308,6 +343,7 @@ async function checkDrift(
         pending = pendingRecord(record, deps, { snapshot: service });
         await deps.state.putService(pending);
       },
+      endpointSlices: slices,
     });
   } catch (error) {
     if (pending !== undefined) await keepPartialProviderState(pending, error, deps);
@@ -322,11 +358,13 @@ async function checkDrift(
       canonicalJson(result.state) !== canonicalJson(record.provider) ||
       !loadBalancerStatusEqual(record.status, result.status) ||
       !sameSnapshot(record.snapshot, snapshot) ||
-      record.announced === undefined
+      record.announced === undefined ||
+      record.targetsHash !== targetsHash
     ) {
       await deps.state.putService({
         ...record,
         snapshot,
+        targetsHash,
         provider: result.state,
         status: result.status,
         announced:
@@ -348,7 +386,7 @@ async function checkDrift(
       : done;
   }
   await deps.events.record(ref, events.repaired([...repairs, ...result.changes]));
-  return await completeEnsure(service, record, pending, result, hosts, record.checkpoint, deps);
+  return await completeEnsure(service, record, pending, result, targets, record.checkpoint, deps);
 }
 
 /** A full Ensure: the spec, the hosts or the configuration changed since the last one. */
@@ -356,15 +394,17 @@ async function ensure(
   service: Service,
   key: ServiceKey,
   record: ServiceRecord | undefined,
-  hosts: ServiceHostSet,
+  targets: Targets,
   checkpoint: string,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
+  const { hosts } = targets;
   const ref = serviceReference(service);
   await deps.events.record(ref, events.ensuring);
   // Before anything is created, so a deletion cannot slip past us.
   await addFinalizerIfMissing(service, deps);
-  if (hosts.hosts.length === 0) await deps.events.record(ref, events.unavailable);
+  if (hosts.hosts.length === 0 && targets.slices === undefined)
+    await deps.events.record(ref, events.unavailable);
   // A new Service's record is stored before the first AWS change (S7), so its deletion finds
   // it. A known Service's is written once, after the provider: a pass that fails stores the
   // snapshot with the checkpoint cleared (keepFailedPass), and one that dies leaves its lease to
@@ -378,6 +418,8 @@ async function ensure(
     status: record?.status,
     hostsHash: record?.hostsHash,
     nodeSelector: record?.nodeSelector,
+    // Whatever the pass leaves registered, the next targets sync looks again.
+    targetsHash: undefined,
     announced: record?.announced,
     warned: record?.warned,
     // Still counted as kept until the record goes (a kept NLB wanted again is the same NLB).
@@ -390,13 +432,15 @@ async function ensure(
   else deps.state.checkStorable(pending);
   let result;
   try {
-    result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider);
+    result = await deps.provider.ensureLoadBalancer(service, hosts.hosts, pending.provider, {
+      endpointSlices: targets.slices,
+    });
   } catch (error) {
     if (record === undefined) await keepPartialProviderState(pending, error, deps);
     else await keepFailedPass(pending, error, deps);
     throw error;
   }
-  const outcome = await completeEnsure(service, record, pending, result, hosts, checkpoint, deps);
+  const outcome = await completeEnsure(service, record, pending, result, targets, checkpoint, deps);
   if (result.requeueAfterSeconds === undefined) await deps.events.record(ref, events.ensured);
   return outcome;
 }
@@ -410,10 +454,11 @@ async function completeEnsure(
   record: ServiceRecord | undefined,
   pending: ServiceRecord,
   result: EnsureResult,
-  hosts: ServiceHostSet,
+  targets: Targets,
   checkpoint: string | undefined,
   deps: SyncDependencies,
 ): Promise<SyncOutcome> {
+  const { hosts, slices } = targets;
   const provisioning = result.requeueAfterSeconds !== undefined;
   // Announced once the provider is done (not while it asks to come back), and then only what
   // changed since the last announcement. A record from before the feed existed, whose Ensure had
@@ -428,8 +473,11 @@ async function completeEnsure(
     provider: result.state,
     status: result.status,
     checkpoint: provisioning ? undefined : checkpoint,
-    hostsHash: hosts.hash,
+    // Pod targets: node sync passes the Service by (no host hash), and the targets sync compares
+    // the slices with those this Ensure registered.
+    hostsHash: slices === undefined ? hosts.hash : undefined,
     nodeSelector: hosts.nodeSelector,
+    targetsHash: slices && endpointsDigest(slices),
     announced,
     warned: undefined,
     updatedAt: deps.clock.now().toISOString(),

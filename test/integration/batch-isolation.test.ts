@@ -62,6 +62,7 @@ it(
           removeFinalizer: (service, finalizer) => kube.removeFinalizer(service, finalizer),
           patchServiceStatus: (service, status) => kube.patchServiceStatus(service, status),
           listNodes: () => kube.listNodes(),
+          listEndpointSlices: (namespace, name) => kube.listEndpointSlices(namespace, name),
         },
       },
     };

@@ -1,4 +1,4 @@
-import type { HealthCheckProtocol, IpAddressType, Scheme } from './types';
+import type { HealthCheckProtocol, IpAddressType, Scheme, TargetType } from './types';
 
 export const awsPrefix = 'service.beta.kubernetes.io/aws-load-balancer-';
 
@@ -51,6 +51,8 @@ export interface LoadBalancerOptions {
   backendProtocol: 'tcp' | 'ssl';
   eipAllocations?: string[];
   privateIPv4Addresses?: string[];
+  /** From the nlb-target-type annotation; undefined is `instance`. */
+  targetType?: TargetType;
   /** From the ip-address-type annotation; undefined is `ipv4`. */
   ipAddressType?: IpAddressType;
   ipv6Addresses?: string[];

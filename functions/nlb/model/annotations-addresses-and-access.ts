@@ -150,14 +150,19 @@ export const addressAndAccessAnnotations: readonly AnnotationDefinition[] = [
   {
     name: awsName('nlb-target-type'),
     compared: {
-      albc: 'differs: only `instance` here: `ip` targets (Pods through EndpointSlices) are a separate design',
+      albc: 'same values; `ip` targets come from EndpointSlices through the forwarder and the targets sync, without a TargetGroupBinding, and without the pod readiness gate',
       cloudProviderAws: 'not supported: instance targets only there, with no annotation',
     },
-    values: '`instance`',
+    values: '`instance` | `ip`',
     default: '`instance`',
-    mutability: 'n/a',
-    description: 'Accepted for compatibility; only instance targets (NodePorts) are supported.',
-    apply: (value) => (value === 'instance' ? undefined : 'only "instance" targets are supported'),
+    mutability: 'replaces target groups (make-before-break)',
+    description:
+      "`instance` sends traffic to every eligible node's NodePort, and kube-proxy forwards it. `ip` sends it straight to the Service's pods: one target group per port holds the IP of every ready endpoint of the Service's EndpointSlices, on the endpoint's port (the targetPort, a named one resolved per slice); terminating endpoints are deregistered first and drain through the target group's deregistration delay. With `ip`, nodes play no part: `externalTrafficPolicy` and `target-node-labels` do not apply, NodePorts are not needed (`allocateLoadBalancerNodePorts: false` is allowed), and the health check defaults to TCP on the traffic port for every protocol (instead of kube-proxy's health port). Client IP preservation is left at AWS's default for ip target groups (off for TCP and TLS, on for UDP), as in aws-load-balancer-controller; set `preserve_client_ip.enabled` in `target-group-attributes` to change it. The pods must accept the cluster's backend security group on their ports (the stack allows it on the node security groups, which pods on the VPC CNI share; pods with security groups of their own need that rule from their owner). Switching between the two creates the new target groups, points the listeners at them and deletes the old ones; the NLB stays.",
+    apply: (value, o) => {
+      if (value !== 'instance' && value !== 'ip') return 'must be "instance" or "ip"';
+      o.targetType = value;
+      return undefined;
+    },
   },
   {
     name: awsName('ip-address-type'),

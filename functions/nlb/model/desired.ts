@@ -1,6 +1,7 @@
 import { joinProblems, quoted } from '../../core/echo';
 import { InvariantError, TerminalError } from '../../core/errors';
 import type { Host } from '../../core/hosts';
+import { ipTargetsFor, type EndpointSliceView } from '../../core/endpoint-targets';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
 import type { Service } from '../../core/objects';
 import { awsPrefix, type LoadBalancerOptions } from './annotation-types';
@@ -15,6 +16,7 @@ import {
 import { mergeLoadBalancerAttributes } from './load-balancer-attributes';
 import { loadBalancerName, resourceTags, securityGroupName, targetGroupName } from './naming';
 import { sourceRanges } from './source-ranges';
+import { ipTargetId } from './target-ids';
 import { awsTagLimits, maxExtraTags, ownTagCount } from './tag-rules';
 import type {
   DesiredListener,
@@ -27,6 +29,7 @@ import type {
   SubnetRef,
   Tags,
   TargetGroupProtocol,
+  TargetType,
 } from './types';
 
 /** The deployment-wide settings of the NLB provider. */
@@ -50,6 +53,8 @@ export interface DesiredInput {
   readonly stickinessFromAffinityApplied?: boolean | undefined;
   /** The security-groups annotation resolved to IDs by the caller (one EC2 read). */
   readonly frontendSecurityGroupIds?: readonly string[] | undefined;
+  /** The Service's EndpointSlices: the targets of `nlb-target-type: ip` (unused otherwise). */
+  readonly endpointSlices?: readonly EndpointSliceView[] | undefined;
 }
 
 /** AWS quotas the model must respect (not adjustable, or adjustable only on request). */
@@ -73,7 +78,10 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
   const { service, settings, options } = input;
   const problems: string[] = [];
   const scheme = schemeOf(options, settings);
-  const ports = collect(problems, () => loadBalancerPorts(service)) ?? [];
+  const targetType = options.targetType ?? 'instance';
+  const ports =
+    collect(problems, () => loadBalancerPorts(service, targetType === 'ip' ? 'pods' : 'nodes')) ??
+    [];
   const tlsPorts =
     collect(problems, () => tlsPortNumbers(service, options, ports)) ?? new Set<number>();
   const cidrs = clientPeers(input, collect(problems, () => sourceRanges(service, options)) ?? []);
@@ -87,10 +95,10 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
         options.loadBalancerAttributeAliases ?? new Map(),
       ),
     ) ?? {};
-  const targets = [...new Set(input.hosts.map((host) => host.instanceId))].sort();
-  if (targets.length > limits.targetsPerTargetGroup) {
+  const instances = [...new Set(input.hosts.map((host) => host.instanceId))].sort();
+  if (targetType === 'instance' && instances.length > limits.targetsPerTargetGroup) {
     problems.push(
-      `${targets.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label (alpha.service-controller.kubernetes.io/exclude-balancer with the seed node policy)`,
+      `${instances.length} eligible nodes exceed the ${limits.targetsPerTargetGroup} targets a target group can hold; exclude nodes with the node.kubernetes.io/exclude-from-external-load-balancers label (alpha.service-controller.kubernetes.io/exclude-balancer with the seed node policy)`,
     );
   }
   const extraTags = { ...settings.defaultTags, ...options.additionalTags };
@@ -110,12 +118,28 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
         ? 'TLS'
         : 'TCP'
       : port.protocol;
+    const targets = targetType === 'ip' ? podTargets(input, port, problems) : instances;
+    const tgPort =
+      targetType === 'instance'
+        ? port.nodePort
+        : typeof port.targetPort === 'number'
+          ? port.targetPort
+          : 1;
     targetGroups.push({
       key,
-      name: targetGroupName(settings.clusterName, service, key, protocol, port.nodePort),
+      name: targetGroupName(
+        settings.clusterName,
+        service,
+        key,
+        protocol,
+        tgPort,
+        undefined,
+        targetType,
+      ),
       protocol,
-      port: port.nodePort,
-      healthCheck: healthCheckFor(service, options, protocol),
+      targetType,
+      port: tgPort,
+      healthCheck: healthCheckFor(service, options, protocol, targetType),
       attributes: {
         ...stickinessFor(input, tls || protocol === 'TLS'),
         ...options.targetGroupAttributes,
@@ -184,6 +208,27 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
     listeners,
     targetGroups,
   };
+}
+
+/**
+ * The pods behind one listener, from the Service's EndpointSlices: those that serve, as `ip:port`.
+ * A TCP_UDP listener's pods are those of its TCP port (both share a targetPort, lb-ports.ts).
+ */
+function podTargets(input: DesiredInput, port: LoadBalancerPort, problems: string[]): string[] {
+  const slices = input.endpointSlices;
+  if (slices === undefined)
+    throw new InvariantError('a Service with ip targets reached the model without its slices');
+  const protocol = port.protocol === 'TCP_UDP' ? 'TCP' : port.protocol;
+  const servicePort = (input.service.spec?.ports ?? []).find(
+    (p) => p.port === port.port && (p.protocol ?? 'TCP') === protocol,
+  );
+  const { serving } = ipTargetsFor({ name: servicePort?.name, protocol }, slices, 'IPv4');
+  if (serving.length > limits.targetsPerTargetGroup) {
+    problems.push(
+      `port ${port.port} has ${serving.length} ready endpoints, more than the ${limits.targetsPerTargetGroup} targets a target group can hold; use instance targets or split the Service`,
+    );
+  }
+  return serving.map(ipTargetId);
 }
 
 /**
@@ -339,9 +384,15 @@ function healthCheckFor(
   service: Service,
   options: LoadBalancerOptions,
   protocol: TargetGroupProtocol,
+  targetType: TargetType,
 ): HealthCheck {
+  // Pods are checked on their own port, as ALBC does: there is no kube-proxy in the way, and the
+  // node's health of a Local Service says nothing of a pod.
+  const nodes = targetType === 'instance';
   const local =
-    service.spec?.externalTrafficPolicy === 'Local' && (service.spec.healthCheckNodePort ?? 0) > 0;
+    nodes &&
+    service.spec?.externalTrafficPolicy === 'Local' &&
+    (service.spec.healthCheckNodePort ?? 0) > 0;
   const base: HealthCheck = local
     ? {
         protocol: 'HTTP',
@@ -352,7 +403,7 @@ function healthCheckFor(
         healthyThreshold: 2,
         unhealthyThreshold: 2,
       }
-    : protocol === 'UDP'
+    : protocol === 'UDP' && nodes
       ? {
           protocol: 'HTTP',
           port: kubeProxyHealthPort,

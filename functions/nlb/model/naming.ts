@@ -1,7 +1,7 @@
 import { canonicalJson, stableHash } from '../../core/hash';
 import type { Service } from '../../core/objects';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import type { DesiredLoadBalancer, Scheme, Tags } from './types';
+import type { DesiredLoadBalancer, Scheme, Tags, TargetType } from './types';
 
 /** Tag keys that mark what we own (docs/design.md §3: ownership by tags). */
 export const ownershipTags = {
@@ -70,13 +70,16 @@ export function targetGroupName(
   protocol: string,
   nodePort: number,
   version: NamingVersion = currentNamingVersion,
+  targetType: TargetType = 'instance',
 ): string {
   const { namespace = '', name = '', uid = '' } = service.metadata ?? {};
-  return elbName(
-    namespace,
-    name,
-    shortHash([clusterName, namespace, name, uid, key, protocol, nodePort], version),
-  );
+  // A target type cannot change in place, so it makes a new name (make-before-break); a pod
+  // group's port is only a label, so a new targetPort keeps the group.
+  const inputs =
+    targetType === 'ip'
+      ? [clusterName, namespace, name, uid, key, protocol, 'ip']
+      : [clusterName, namespace, name, uid, key, protocol, nodePort];
+  return elbName(namespace, name, shortHash(inputs, version));
 }
 
 export function securityGroupName(
@@ -112,8 +115,16 @@ export function withNamingVersion(
     },
     targetGroups: desired.targetGroups.map((tg) => ({
       ...tg,
-      // A target group's port is the Service port's nodePort.
-      name: targetGroupName(clusterName, service, tg.key, tg.protocol, tg.port, version),
+      // An instance target group's port is the Service port's nodePort.
+      name: targetGroupName(
+        clusterName,
+        service,
+        tg.key,
+        tg.protocol,
+        tg.port,
+        version,
+        tg.targetType,
+      ),
     })),
   };
 }

@@ -171,9 +171,15 @@ export function planChanges(
     const wantedIds = new Set(tg.targets);
     const register = tg.targets.filter((id) => !registeredIds.has(id));
     const deregister = registered.filter((id) => !wantedIds.has(id));
+    // Pods that stopped serving (terminating ones among them) leave first, so they drain rather
+    // than take new connections, unless the group would be left empty in between. Nodes leave
+    // last, once the listeners point where they should.
+    const podsLeaveFirst = tg.targetType === 'ip' && registered.length > deregister.length;
+    if (deregister.length > 0 && podsLeaveFirst)
+      groups.push({ kind: 'deregisterTargets', key: tg.key, targets: deregister });
     if (register.length > 0)
       groups.push({ kind: 'registerTargets', key: tg.key, targets: register });
-    if (deregister.length > 0)
+    if (deregister.length > 0 && !podsLeaveFirst)
       deregistrations.push({ kind: 'deregisterTargets', key: tg.key, targets: deregister });
     pushTagChanges(tagging, { type: 'target-group', key: tg.key }, tg.tags, found.tags, applied);
   }

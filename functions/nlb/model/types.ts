@@ -4,6 +4,8 @@ export type Scheme = 'internal' | 'internet-facing';
 export type ListenerProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
 export type TargetGroupProtocol = 'TCP' | 'UDP' | 'TCP_UDP' | 'TLS';
 export type HealthCheckProtocol = 'TCP' | 'HTTP' | 'HTTPS';
+/** What a target group's targets are: EC2 instances on a NodePort, or pod IPs (target-ids.ts). */
+export type TargetType = 'instance' | 'ip';
 /** The address families of an NLB's frontend (`dualstack-without-public-ipv4` is for ALBs only). */
 export type IpAddressType = 'ipv4' | 'dualstack';
 
@@ -60,13 +62,17 @@ export interface DesiredTargetGroup {
   readonly key: string;
   readonly name: string;
   readonly protocol: TargetGroupProtocol;
-  /** The nodePort the instances receive traffic on. */
+  readonly targetType: TargetType;
+  /**
+   * The nodePort the instances receive traffic on. For pod targets, which each carry their own
+   * port, only a label AWS requires: the numeric targetPort, or 1 for a named one (as ALBC).
+   */
   readonly port: number;
   readonly healthCheck: HealthCheck;
   /** Only the attributes we manage; others are left as they are. */
   readonly attributes: Tags;
   readonly tags: Tags;
-  /** EC2 instance IDs. */
+  /** EC2 instance IDs, or for pod targets `ip:port` (target-ids.ts). */
   readonly targets: readonly string[];
 }
 
@@ -119,12 +125,14 @@ export interface ObservedTargetGroup {
   readonly arn: string;
   readonly name: string;
   readonly protocol: TargetGroupProtocol;
+  /** Undefined is `instance` (what AWS defaults to, and what older fixtures leave out). */
+  readonly targetType?: TargetType | undefined;
   readonly port: number;
   readonly healthCheck: HealthCheck;
   readonly tags: Tags;
   /** Only read when we manage some attributes. */
   readonly attributes?: Tags | undefined;
-  /** Registered instance IDs; undefined when not read. */
+  /** Registered instance IDs (or `ip:port` of pods); undefined when not read. */
   readonly targets?: readonly string[] | undefined;
 }
 

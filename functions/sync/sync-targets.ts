@@ -1,0 +1,47 @@
+import { needsCleanup, wantsLoadBalancer } from '../core/claim';
+import { parseServiceKey, type ServiceKey } from '../core/keys';
+import { isBeingDeleted } from '../core/objects';
+import type { SyncDependencies } from './dependencies';
+import { outcomeOf, type SyncOutcome } from './outcome';
+import { podTargetsCheckpoint, refreshPodTargets } from './pod-targets';
+import type { UpdateOptions } from './ports';
+import { syncService } from './sync-service';
+
+/**
+ * Brings the pod targets of a Service whose NLB targets pods (`nlb-target-type: ip`) in line with
+ * its EndpointSlices (issue 36). The message carries only the key: the Service, its record and
+ * its slices are read fresh, so a message that arrives late or twice registers nothing stale.
+ * Anything that is not a plain targets change (the Service is gone, not ours, being deleted, in
+ * instance mode, or changed since its last Ensure) is handed to syncService, which covers it.
+ */
+export async function syncTargets(
+  key: ServiceKey,
+  deps: SyncDependencies,
+  options: UpdateOptions = {},
+): Promise<SyncOutcome> {
+  try {
+    const { namespace, name } = parseServiceKey(key);
+    const service = await deps.kube.getService(namespace, name);
+    const record = await deps.state.getService(key);
+    if (
+      service === undefined ||
+      record === undefined ||
+      record.uid !== (service.metadata?.uid ?? '') ||
+      !wantsLoadBalancer(service, deps.claim) ||
+      needsCleanup(service, deps.claim) ||
+      isBeingDeleted(service) ||
+      !deps.provider.targetsFromEndpoints(service) ||
+      // The spec changed since the last Ensure (or that one did not complete): a full sync,
+      // which reads the slices too, is due anyway.
+      record.checkpoint !== podTargetsCheckpoint(service, deps)
+    ) {
+      return await syncService(key, deps);
+    }
+    deps.lifecycle.subject(service);
+    const slices = await deps.kube.listEndpointSlices(namespace, name);
+    const outcome = await refreshPodTargets(service, record, slices, deps, options);
+    return outcome === 'ensure' ? await syncService(key, deps) : outcome;
+  } catch (error) {
+    return outcomeOf(error);
+  }
+}
