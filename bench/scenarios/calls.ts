@@ -8,7 +8,9 @@ import type { ClaimPolicy } from '../../functions/core/claim';
 import type { Service } from '../../functions/core/objects';
 import { syncHosts } from '../../functions/sync/sync-hosts';
 import { syncNodes } from '../../functions/sync/sync-nodes';
+import type { SyncDependencies } from '../../functions/sync/dependencies';
 import { syncService } from '../../functions/sync/sync-service';
+import { syncTargets } from '../../functions/sync/sync-targets';
 import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { makeNode, makeService } from '../../kit/core-objects';
@@ -23,6 +25,8 @@ export const scenarios = [
   'ensureUnchangedAttributes',
   'addNode',
   'delete',
+  'createPods',
+  'podsRollout',
 ] as const;
 export type Scenario = (typeof scenarios)[number];
 
@@ -32,7 +36,8 @@ export const anchors: Record<
   {
     readonly label: string;
     readonly goal: number;
-    readonly cpa: number;
+    /** Undefined where cloud-provider-aws has no such thing (pod targets). */
+    readonly cpa: number | undefined;
     /** aws-load-balancer-controller, approximate; `albc` is the middle of the range. */
     readonly albc: number;
     readonly albcText: string;
@@ -70,6 +75,28 @@ export const anchors: Record<
   // groups' ownership tags before any registration, since state alone is no proof (issue 19).
   addNode: { label: 'one node added (per LB)', goal: 3, cpa: 16, albc: 3, albcText: '~3' },
   delete: { label: 'delete', goal: 8, cpa: 11, albc: 15, albcText: '12–18' },
+  // Issue 36. ALBC's ip mode adds, to its create, the pods' network interfaces
+  // (DescribeNetworkInterfaces) and their security-group rules (DescribeSecurityGroups,
+  // AuthorizeSecurityGroupIngress): pkg/targetgroupbinding/networking_manager.go.
+  createPods: {
+    label: 'create, 50 pod targets',
+    goal: 12,
+    cpa: undefined,
+    albc: 35,
+    albcText: '~34–36',
+  },
+  // A rolling update of 50 replicas in one coalescing window. ALBC reconciles each target group
+  // binding with a DescribeTargetHealth (targets_manager.go ListTargets), a DeregisterTargets and
+  // a RegisterTargets in chunks of 200 (resource_manager.go reconcileWithIPTargetType), and a
+  // DescribeNetworkInterfaces for the new pods: 4 per target group. Ours: one DescribeTags for
+  // both groups, then one Deregister and one Register per group.
+  podsRollout: {
+    label: 'rolling update, 50 pods (targets sync)',
+    goal: 5,
+    cpa: undefined,
+    albc: 8,
+    albcText: '~8',
+  },
 };
 
 export interface ScenarioCalls {
@@ -141,7 +168,55 @@ export async function measureCalls(endpoint: string): Promise<ScenarioCalls[]> {
     metadata: { ...live.metadata, deletionTimestamp: '2026-11-30T12:00:00Z' },
   });
   await measure('delete', async () => outcome(await syncService(key, deps)));
+  await measurePodTargets(world, deps, measure);
   return results;
+}
+
+/**
+ * A Service with pod targets: created with 50 ready pods, then a rolling update replaces them all
+ * in one window (the old ones terminating, the new ones ready), which one targets sync follows.
+ */
+async function measurePodTargets(
+  world: ReturnType<typeof inMemoryWorld>,
+  deps: SyncDependencies,
+  measure: (scenario: Scenario, run: () => Promise<unknown>) => Promise<void>,
+): Promise<void> {
+  const key = 'default/pods';
+  world.kube.put(
+    makeService({
+      name: 'pods',
+      uid: 'uid-bench-pods',
+      annotations: { 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip' },
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 },
+        { name: 'https', protocol: 'TCP', port: 443, targetPort: 8443 },
+      ],
+    }),
+  );
+  const pods = (first: number, conditions: { ready: boolean; terminating: boolean }) =>
+    Array.from({ length: 50 }, (_, i) => ({
+      addresses: [`10.0.${first + Math.floor(i / 200)}.${(i % 200) + 10}`],
+      conditions,
+      targetRef: { kind: 'Pod' },
+    }));
+  const slice = (endpoints: ReturnType<typeof pods>) => ({
+    addressType: 'IPv4',
+    ports: [
+      { name: 'http', port: 8080, protocol: 'TCP' },
+      { name: 'https', port: 8443, protocol: 'TCP' },
+    ],
+    endpoints,
+  });
+  const ready = { ready: true, terminating: false };
+  world.kube.endpointSlices.set(key, [slice(pods(1, ready))]);
+  const done = (o: { kind: string }) => {
+    if (o.kind !== 'done') throw new Error(`sync ended ${o.kind}`);
+  };
+  await measure('createPods', async () => done(await syncService(key, deps)));
+  world.kube.endpointSlices.set(key, [
+    slice([...pods(1, { ready: false, terminating: true }), ...pods(2, ready)]),
+  ]);
+  await measure('podsRollout', async () => done(await syncTargets(key, deps)));
 }
 
 /**

@@ -428,13 +428,15 @@ describe('CDK app (infra/)', () => {
       subjects?: { kind: string; name: string }[];
     }[];
     const role = docs.find((d) => d.kind === 'ClusterRole');
-    // list services and get namespaces serve the tenant policy (maxLoadBalancerServices, selectors).
+    // list services and get namespaces serve the tenant policy (maxLoadBalancerServices, selectors);
+    // list endpointslices, the pod targets of nlb-target-type ip (watching them is the forwarder's).
     expect(role?.rules?.map((r) => [r.resources, r.verbs])).toEqual([
       [['services'], ['get', 'list', 'patch']],
       [['services/status'], ['patch']],
       [['nodes'], ['list']],
       [['events'], ['create', 'get', 'patch']],
       [['namespaces'], ['get']],
+      [['endpointslices'], ['list']],
     ]);
     const binding = docs.find((d) => d.kind === 'ClusterRoleBinding');
     expect(binding?.subjects).toEqual([

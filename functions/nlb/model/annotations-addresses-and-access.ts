@@ -1,7 +1,7 @@
 import { quoted } from '../../core/echo';
 import { parseNodeLabelSelector, targetNodeLabelsAnnotation } from '../../core/target-node-labels';
 import { parseIPv6 } from './ipv6';
-import { type AnnotationDefinition } from './annotation-types';
+import { awsPrefix, type AnnotationDefinition } from './annotation-types';
 import {
   awsName,
   booleanValue,
@@ -12,6 +12,8 @@ import {
 } from './annotation-values';
 
 /** The annotations of addresses and access: Elastic IPs, private addresses, security groups, prefix lists, target selection, IP address type, source ranges, in the order docs/annotations.md lists them. */
+const targetTypeConflict = `${awsPrefix}type: "nlb-ip" asks for ip targets and ${awsPrefix}nlb-target-type for instance targets; keep one`;
+
 export const addressAndAccessAnnotations: readonly AnnotationDefinition[] = [
   {
     name: awsName('eip-allocations'),
@@ -116,19 +118,25 @@ export const addressAndAccessAnnotations: readonly AnnotationDefinition[] = [
   {
     name: awsName('type'),
     compared: {
-      albc: 'differs: `nlb-ip` (ip targets) is refused here',
+      albc: 'same: `nlb-ip` is the legacy spelling of `nlb-target-type: ip`',
       cloudProviderAws:
         'differs: `external` hands the Service to another controller there, and no annotation means a Classic Load Balancer',
     },
-    values: '`nlb` | `external`',
+    values: '`nlb` | `external` | `nlb-ip`',
     default: 'unset',
     mutability: 'n/a',
     description:
-      'Accepted for compatibility with the other controllers; this controller always makes NLBs.',
-    apply: (value) =>
-      value === 'nlb' || value === 'external'
+      'Accepted for compatibility with the other controllers; this controller always makes NLBs. `nlb-ip` asks for pod targets, as `nlb-target-type: ip` does.',
+    apply: (value, o) => {
+      if (value === 'nlb-ip') {
+        if (o.targetType === 'instance') return targetTypeConflict;
+        o.targetType = 'ip';
+        return undefined;
+      }
+      return value === 'nlb' || value === 'external'
         ? undefined
-        : 'only "nlb" and "external" are supported (Classic ELB and "nlb-ip" are not)',
+        : 'only "nlb", "external" and "nlb-ip" are supported (Classic ELB is not)';
+    },
   },
   {
     name: targetNodeLabelsAnnotation,
@@ -160,6 +168,7 @@ export const addressAndAccessAnnotations: readonly AnnotationDefinition[] = [
       "`instance` sends traffic to every eligible node's NodePort, and kube-proxy forwards it. `ip` sends it straight to the Service's pods: one target group per port holds the IP of every ready endpoint of the Service's EndpointSlices, on the endpoint's port (the targetPort, a named one resolved per slice); terminating endpoints are deregistered first and drain through the target group's deregistration delay. With `ip`, nodes play no part: `externalTrafficPolicy` and `target-node-labels` do not apply, NodePorts are not needed (`allocateLoadBalancerNodePorts: false` is allowed), and the health check defaults to TCP on the traffic port for every protocol (instead of kube-proxy's health port). Client IP preservation is left at AWS's default for ip target groups (off for TCP and TLS, on for UDP), as in aws-load-balancer-controller; set `preserve_client_ip.enabled` in `target-group-attributes` to change it. The pods must accept the cluster's backend security group on their ports (the stack allows it on the node security groups, which pods on the VPC CNI share; pods with security groups of their own need that rule from their owner). Switching between the two creates the new target groups, points the listeners at them and deletes the old ones; the NLB stays.",
     apply: (value, o) => {
       if (value !== 'instance' && value !== 'ip') return 'must be "instance" or "ip"';
+      if (value === 'instance' && o.targetType === 'ip') return targetTypeConflict;
       o.targetType = value;
       return undefined;
     },

@@ -197,7 +197,9 @@ const validCases: [string, string, Partial<LoadBalancerOptions>][] = [
   // Accepted for compatibility only: they change no option.
   [aws('type'), 'nlb', {}],
   [aws('type'), 'external', {}],
-  [aws('nlb-target-type'), 'instance', {}],
+  [aws('type'), 'nlb-ip', { targetType: 'ip' }],
+  [aws('nlb-target-type'), 'instance', { targetType: 'instance' }],
+  [aws('nlb-target-type'), 'ip', { targetType: 'ip' }],
   [aws('ip-address-type'), 'ipv4', { ipAddressType: 'ipv4' }],
   [aws('ip-address-type'), 'dualstack', { ipAddressType: 'dualstack' }],
   [
@@ -305,9 +307,8 @@ const invalidCases: [string, string][] = [
   [aws('manage-backend-security-group-rules'), 'yes'],
   [aws('security-group-prefix-lists'), 'pl-xyz'],
   [aws('security-group-prefix-lists'), 'sg-0123456789abcdef0'],
-  [aws('type'), 'nlb-ip'],
   [aws('type'), 'classic'],
-  [aws('nlb-target-type'), 'ip'],
+  [aws('nlb-target-type'), 'pod'],
   [aws('ip-address-type'), 'dualstack-without-public-ipv4'],
   [aws('ip-address-type'), 'ipv6'],
   [aws('ipv6-addresses'), '10.0.1.10'],

@@ -16,8 +16,8 @@ describe('load balancer ports (S14)', () => {
       ]),
     );
     expect(ports).toEqual([
-      { port: 80, protocol: 'TCP', nodePort: 30080, names: ['http'] },
-      { port: 514, protocol: 'UDP', nodePort: 30514, names: ['syslog'] },
+      { port: 80, protocol: 'TCP', nodePort: 30080, targetPort: 80, names: ['http'] },
+      { port: 514, protocol: 'UDP', nodePort: 30514, targetPort: 514, names: ['syslog'] },
     ]);
   });
 
@@ -29,7 +29,13 @@ describe('load balancer ports (S14)', () => {
       ]),
     );
     expect(ports).toEqual([
-      { port: 53, protocol: 'TCP_UDP', nodePort: 30053, names: ['dns-tcp', 'dns-udp'] },
+      {
+        port: 53,
+        protocol: 'TCP_UDP',
+        nodePort: 30053,
+        targetPort: 53,
+        names: ['dns-tcp', 'dns-udp'],
+      },
     ]);
   });
 
@@ -41,6 +47,37 @@ describe('load balancer ports (S14)', () => {
     expect(() => loadBalancerPorts(service)).toThrow(TerminalError);
     expect(() => loadBalancerPorts(service)).toThrow(
       'ports 53/TCP and 53/UDP must use the same nodePort to share a TCP_UDP listener (they use 30053 and 30054)',
+    );
+  });
+
+  it('needs no nodePort for pod targets, whose TCP_UDP listener needs one targetPort instead', () => {
+    const noNodePorts = makeService({
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, targetPort: 'web' },
+        { name: 'dns-tcp', protocol: 'TCP', port: 53, targetPort: 5353 },
+        { name: 'dns-udp', protocol: 'UDP', port: 53, targetPort: 5353 },
+      ],
+      spec: { allocateLoadBalancerNodePorts: false },
+    });
+    expect(validateLoadBalancerService(noNodePorts, 'pods')).toEqual([
+      {
+        port: 53,
+        protocol: 'TCP_UDP',
+        nodePort: 0,
+        targetPort: 5353,
+        names: ['dns-tcp', 'dns-udp'],
+      },
+      { port: 80, protocol: 'TCP', nodePort: 0, targetPort: 'web', names: ['http'] },
+    ]);
+    expect(() => validateLoadBalancerService(noNodePorts)).toThrow(
+      /allocateLoadBalancerNodePorts: false is not supported.*has no nodePort/,
+    );
+    const split = withPorts([
+      { name: 'dns-tcp', protocol: 'TCP', port: 53, targetPort: 5353 },
+      { name: 'dns-udp', protocol: 'UDP', port: 53, targetPort: 'dns' },
+    ]);
+    expect(() => loadBalancerPorts(split, 'pods')).toThrow(
+      'ports 53/TCP and 53/UDP must use the same targetPort to share a TCP_UDP listener with pod targets (they use 5353 and dns)',
     );
   });
 

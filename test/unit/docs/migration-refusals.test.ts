@@ -23,8 +23,6 @@ const refusedCells = [...refusedSection.matchAll(/^\| (.*?) \|/gm)]
 
 /** What the table lists as refused, as a Service would carry it (name, a value). */
 const refused: [string, string][] = [
-  [aws('type'), 'nlb-ip'],
-  [aws('nlb-target-type'), 'ip'],
   [aws('disable-nlb-sg'), 'true'],
   [aws('enable-prefix-for-ipv6-source-nat'), 'on'],
   [aws('source-nat-ipv6-prefixes'), '2600:1f13:83d:6c00::/80'],
@@ -53,11 +51,7 @@ describe('docs/migration.md: the annotations refused here', () => {
   });
 
   it('lists no annotation the registry supports, except for the values it refuses', () => {
-    const refusedValuesOnly = new Set([
-      aws('type'),
-      aws('nlb-target-type'),
-      aws('target-group-attributes'),
-    ]);
+    const refusedValuesOnly = new Set([aws('target-group-attributes')]);
     const listed = annotationRegistry
       .map((definition) => definition.name)
       .filter((name) => !refusedValuesOnly.has(name))
