@@ -6,6 +6,8 @@ import type { Service, ServicePort } from '../../functions/core/objects';
 import type { SyncDependencies } from '../../functions/sync/dependencies';
 import type { SyncOutcome } from '../../functions/sync/outcome';
 import { syncService } from '../../functions/sync/sync-service';
+import { syncTargets } from '../../functions/sync/sync-targets';
+import type { EndpointSliceView } from '../../functions/core/endpoint-targets';
 import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { makeNode, makeService } from '../../kit/core-objects';
 import { inMemoryWorld } from '../../kit/in-memory';
@@ -22,20 +24,89 @@ const updatedPorts: ServicePort[] = [
   { name: 'admin', protocol: 'TCP', port: 8443, nodePort: 30843 },
 ];
 
-type Phase = 'create' | 'update' | 'delete';
+type Phase =
+  | 'create'
+  | 'update'
+  | 'delete'
+  | 'create with pods'
+  | 'pods rolling update'
+  | 'pods rolling update, then a new pod goes';
+
+const podPhases: readonly Phase[] = [
+  'create with pods',
+  'pods rolling update',
+  'pods rolling update, then a new pod goes',
+];
+const rolling = (phase: Phase) => phase.startsWith('pods rolling update');
+const podPorts: ServicePort[] = [
+  { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 },
+  { name: 'https', protocol: 'TCP', port: 443, targetPort: 8443 },
+];
+const before = ['10.0.1.5', '10.0.1.6'];
+/** The rolling update: 10.0.1.5 terminating, 10.0.1.6 staying, two new pods ready. */
+const after = ['10.0.1.6', '10.0.1.7', '10.0.1.8'];
+/**
+ * Then 10.0.1.8 goes before the next pass: a registration whose answer the crash lost must not
+ * leave it behind (its IP may be another Service's pod next).
+ */
+const afterGone = ['10.0.1.6', '10.0.1.7'];
+
+/** Between the pass that dies (or the clean run's pass) and the next one. */
+function changeBetweenPasses(phase: Phase, world: ReturnType<typeof inMemoryWorld>): void {
+  if (phase === 'pods rolling update, then a new pod goes')
+    world.kube.endpointSlices.set(key, [podSlice(afterGone, ['10.0.1.5'])]);
+}
+
+function podSlice(
+  ready: readonly string[],
+  terminating: readonly string[] = [],
+): EndpointSliceView {
+  const endpoint = (ip: string, serving: boolean) => ({
+    addresses: [ip],
+    conditions: { ready: serving, serving, terminating: !serving },
+    targetRef: { kind: 'Pod' },
+  });
+  return {
+    addressType: 'IPv4',
+    ports: [
+      { name: 'http', port: 8080, protocol: 'TCP' },
+      { name: 'https', port: 8443, protocol: 'TCP' },
+    ],
+    endpoints: [
+      ...terminating.map((ip) => endpoint(ip, false)),
+      ...ready.map((ip) => endpoint(ip, true)),
+    ],
+  };
+}
 
 /**
  * A fresh account and cluster with the Service at the start of `phase`: nothing yet (create),
  * created and about to get other ports and health-check settings (update), or created and being
- * deleted (delete). The state store and the API server are in memory; AWS is moto.
+ * deleted (delete); with pod targets, nothing yet, or created with two pods whose Deployment
+ * then rolls (a targets sync). The state store and the API server are in memory; AWS is moto.
  */
 async function startOf(phase: Phase) {
   const account = new MotoAccount();
   const cluster = await createAwsCluster(3, undefined, account);
   const world = inMemoryWorld({ claim });
   world.kube.nodes = cluster.hosts.map((h) => makeNode(h.name, { instanceId: h.instanceId }));
-  world.kube.put(makeService({ uid: 'uid-crash' }));
   const healthy = new NlbProvider(cluster.clients, cluster.settings);
+  if (podPhases.includes(phase)) {
+    world.kube.put(
+      makeService({
+        uid: 'uid-crash',
+        ports: podPorts,
+        annotations: { 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip' },
+      }),
+    );
+    world.kube.endpointSlices.set(key, [podSlice(before)]);
+    if (rolling(phase)) {
+      expect((await syncService(key, { ...world.deps, provider: healthy })).kind).toBe('done');
+      world.kube.endpointSlices.set(key, [podSlice(after, ['10.0.1.5'])]);
+    }
+    return { account, cluster, world, healthy };
+  }
+  world.kube.put(makeService({ uid: 'uid-crash' }));
   if (phase !== 'create') {
     expect((await syncService(key, { ...world.deps, provider: healthy })).kind).toBe('done');
     const live = world.kube.stored('default', 'web') as Service;
@@ -58,11 +129,21 @@ async function startOf(phase: Phase) {
   return { account, cluster, world, healthy };
 }
 
-/** Syncs until done, as the queue would redeliver: a requeue or a retry just runs again. */
-async function syncUntilDone(deps: SyncDependencies): Promise<SyncOutcome> {
+/**
+ * Syncs until done, as the queue would redeliver: a requeue or a retry just runs again. A
+ * rolling update is a `targets` message; the pass after a crash finds the dead holder's lease
+ * expired and unverified, so the runtime has it read the targets from AWS (`readTargets`).
+ */
+async function syncUntilDone(
+  deps: SyncDependencies,
+  phase: Phase,
+  afterCrash: boolean,
+): Promise<SyncOutcome> {
   let outcome: SyncOutcome = { kind: 'done' };
   for (let pass = 0; pass < 6; pass++) {
-    outcome = await syncService(key, deps);
+    outcome = rolling(phase)
+      ? await syncTargets(key, deps, { readTargets: afterCrash || pass > 0 })
+      : await syncService(key, deps);
     if (outcome.kind === 'done') return outcome;
   }
   return outcome;
@@ -86,8 +167,17 @@ async function endStateProblems(
     if ((await cluster.ownedResources()).length > 0) problems.push('tagged resources remain');
     return problems;
   }
-  const ports = phase === 'create' ? [30080, 30443] : [30080, 30843];
-  const instances = cluster.hosts.map((h) => h.instanceId).sort();
+  const pods =
+    phase === 'create with pods' ? before : phase === 'pods rolling update' ? after : afterGone;
+  const ports = podPhases.includes(phase)
+    ? [8080, 8443]
+    : phase === 'create'
+      ? [30080, 30443]
+      : [30080, 30843];
+  const targetsOf = (port: number) =>
+    podPhases.includes(phase)
+      ? pods.map((ip) => `${ip}:${port}`).sort()
+      : cluster.hosts.map((h) => h.instanceId).sort();
   const [lb] = found.loadBalancers;
   if (found.loadBalancers.length !== 1) problems.push(`${found.loadBalancers.length} NLBs`);
   if (found.securityGroups.length !== 1) problems.push(`${found.securityGroups.length} SGs`);
@@ -95,7 +185,7 @@ async function endStateProblems(
   if (JSON.stringify(tgPorts) !== JSON.stringify(ports))
     problems.push(`target groups on ${tgPorts.join(',')}`);
   for (const tg of found.targetGroups) {
-    if (JSON.stringify(tg.targets) !== JSON.stringify(instances))
+    if (JSON.stringify(tg.targets) !== JSON.stringify(targetsOf(tg.port)))
       problems.push(`targets of ${tg.port}: ${tg.targets.join(',')}`);
   }
   const listenerTargets = new Set(lb?.listeners.map((l) => l.split('->')[1]));
@@ -111,7 +201,14 @@ async function endStateProblems(
 }
 
 describe('crash after the k-th AWS call, then run again (moto)', () => {
-  it.each<Phase>(['create', 'update', 'delete'])(
+  it.each<Phase>([
+    'create',
+    'update',
+    'delete',
+    'create with pods',
+    'pods rolling update',
+    'pods rolling update, then a new pod goes',
+  ])(
     '%s: converges to the same end state for every k, with nothing duplicated or left over',
     async (phase) => {
       const how = `the sync dies after AWS call k (its answer lost), for every k of a clean run${phase === 'delete' ? ' (whose security group AWS holds on the first pass, so the delete takes two)' : ''}; a fresh sync then runs; account inventory (listeners, target groups and their health checks and targets, security group rules), status, finalizer and state compared with the clean run's`;
@@ -134,10 +231,17 @@ describe('crash after the k-th AWS call, then run again (moto)', () => {
       const clean = await startOf(phase);
       const counter = crashingClients(clean.account, Number.POSITIVE_INFINITY, busySecurityGroup());
       const cleanProvider = new NlbProvider(counter.clients, clean.cluster.settings);
-      expect((await syncUntilDone({ ...clean.world.deps, provider: cleanProvider })).kind).toBe(
-        'done',
-      );
+      expect(
+        (await syncUntilDone({ ...clean.world.deps, provider: cleanProvider }, phase, false)).kind,
+      ).toBe('done');
       const total = counter.calls();
+      if (phase === 'pods rolling update, then a new pod goes') {
+        changeBetweenPasses(phase, clean.world);
+        expect(
+          (await syncUntilDone({ ...clean.world.deps, provider: clean.healthy }, phase, false))
+            .kind,
+        ).toBe('done');
+      }
       const cleanFound = await inventory(clean.cluster);
       expect(await endStateProblems(phase, clean.cluster, clean.world, cleanFound)).toEqual([]);
 
@@ -150,9 +254,14 @@ describe('crash after the k-th AWS call, then run again (moto)', () => {
         const run = await startOf(phase);
         const crash = crashingClients(run.account, k, busySecurityGroup());
         const dying = new NlbProvider(crash.clients, run.cluster.settings);
-        const abandoned = syncUntilDone({ ...run.world.deps, provider: dying });
+        const abandoned = syncUntilDone({ ...run.world.deps, provider: dying }, phase, false);
         await Promise.race([abandoned, crash.crashed]);
-        const outcome = await syncUntilDone({ ...run.world.deps, provider: run.healthy });
+        changeBetweenPasses(phase, run.world);
+        const outcome = await syncUntilDone(
+          { ...run.world.deps, provider: run.healthy },
+          phase,
+          true,
+        );
         const found = await inventory(run.cluster);
         const problems = await endStateProblems(phase, run.cluster, run.world, found);
         if (crash.calls() !== k) problems.push(`the sync made ${crash.calls()} calls, not k`);

@@ -15,6 +15,7 @@ import type { AwsCluster } from '../../../kit/aws-cluster';
  */
 export interface Inventory {
   readonly loadBalancers: { name: string; dnsName: string; listeners: string[] }[];
+  /** Targets: instance IDs, or `ip:port` of pods. */
   readonly targetGroups: { name: string; port: number; targets: string[]; health: string }[];
   readonly securityGroups: string[];
   /** Inbound rules of those security groups, as `protocol from-to source` lines. */
@@ -69,7 +70,14 @@ export async function inventory(cluster: AwsCluster): Promise<Inventory> {
     targetGroups.push({
       name: tg.TargetGroupArn ?? '',
       port: tg.Port ?? 0,
-      targets: (health.TargetHealthDescriptions ?? []).map((d) => d.Target?.Id ?? '').sort(),
+      // A pod target is its IP on a port of its own.
+      targets: (health.TargetHealthDescriptions ?? [])
+        .map((d) =>
+          tg.TargetType === 'ip'
+            ? `${d.Target?.Id ?? ''}:${d.Target?.Port ?? ''}`
+            : (d.Target?.Id ?? ''),
+        )
+        .sort(),
       health: `${tg.HealthCheckProtocol}:${tg.HealthCheckPort} every ${tg.HealthCheckIntervalSeconds}s`,
     });
   }
