@@ -62,6 +62,19 @@ export function backendSecurityGroup(
         description: 'NodePorts from serverless-service-controller NLBs',
       });
     }
+    settings.podTargetPorts.forEach((ports, rangeIndex) => {
+      const [from = 0, to = from] = ports.split('-').map(Number);
+      for (const protocol of ['tcp', 'udp'] as const) {
+        new CfnSecurityGroupIngress(scope, `PodPortsFromNlb${index}r${rangeIndex}${protocol}`, {
+          groupId: nodeGroupId,
+          ipProtocol: protocol,
+          fromPort: from,
+          toPort: to,
+          sourceSecurityGroupId: group.securityGroupId,
+          description: 'Pod ports (ip targets) from serverless-service-controller NLBs',
+        });
+      }
+    });
     new CfnSecurityGroupIngress(scope, `HealthFromNlb${index}`, {
       groupId: nodeGroupId,
       ipProtocol: 'tcp',

@@ -76,6 +76,15 @@ export const controllerSettingsSchema = z.object({
   nodeSecurityGroupIds: list(
     matching(/^sg-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a security group ID such as sg-0123456789abcdef0'),
   ),
+  /**
+   * The ports pods of Services with ip targets (`nlb-target-type: ip`) listen on, as `8080` or
+   * `8000-8999`: the node security groups allow the backend group on them, TCP and UDP, as they
+   * allow it on the NodePort range. None by default: opening every port to the NLBs would let a
+   * Service's hand-written EndpointSlice reach a node's own ports (the kubelet's, say).
+   */
+  podTargetPorts: list(
+    matching(/^([1-9]\d{0,4})(-[1-9]\d{0,4})?$/, 'a port (8080) or a range of ports (8000-8999)'),
+  ),
   /** Put the functions in these subnets (private cluster endpoints); none: outside any VPC. */
   functionSubnetIds: list(
     matching(/^subnet-([0-9a-f]{8}|[0-9a-f]{17})$/, 'a subnet ID such as subnet-0123456789abcdef0'),

@@ -82,6 +82,11 @@ function combinationProblems(settings: ControllerSettings): string[] {
       "nodeSecurityGroupIds: required outside EKS (with kubernetesSecretArn): the NLBs reach the nodes' NodePorts and health port only through a rule on the nodes' security groups, and every target times out without one",
     );
   }
+  for (const ports of settings.podTargetPorts) {
+    const [from = 0, to = from] = ports.split('-').map(Number);
+    if (to > 65535 || from > to)
+      problems.push(`podTargetPorts: ${ports} is not a port range within 1-65535`);
+  }
   for (const problem of tagProblems(new Map(Object.entries(settings.defaultTags)))) {
     problems.push(`defaultTags: ${problem}`);
   }

@@ -723,6 +723,42 @@ describe('CDK app (infra/)', () => {
     expect(actions).toContain('ec2:CreateNetworkInterface');
   });
 
+  it('allows the NLBs on the pod ports of ip targets the settings name, and on no other', () => {
+    const { template } = synth({
+      nodeSecurityGroupIds: 'sg-0123456789abcdef0',
+      podTargetPorts: '8080, 9000-9100',
+    });
+    const rules = Object.values(template.findResources('AWS::EC2::SecurityGroupIngress'))
+      .map(
+        (r) =>
+          (
+            r as {
+              Properties: {
+                IpProtocol: string;
+                FromPort: number;
+                ToPort: number;
+                Description?: string;
+              };
+            }
+          ).Properties,
+      )
+      .filter((r) => r.Description?.endsWith('from serverless-service-controller NLBs') === true)
+      .map((r) => `${r.IpProtocol} ${r.FromPort}-${r.ToPort}`)
+      .sort();
+    expect(rules).toEqual([
+      'tcp 10256-10256',
+      'tcp 30000-32767',
+      'tcp 8080-8080',
+      'tcp 9000-9100',
+      'udp 30000-32767',
+      'udp 8080-8080',
+      'udp 9000-9100',
+    ]);
+    expect(() => synth({ podTargetPorts: '9100-9000' })).toThrow(
+      /podTargetPorts: 9100-9000 is not a port range/,
+    );
+  });
+
   it('on EKS without nodeSecurityGroupIds, allows the NLBs on the cluster security group, read with eks:DescribeCluster at deploy, and passes cdk-nag', () => {
     const { app, template } = synth({ nodeSecurityGroupIds: '' });
     const lookups = template.findResources('Custom::AWS');
