@@ -8,7 +8,8 @@
  *   EndpointSlice controller sets ready = serving and not terminating;
  * - a terminating endpoint is reported apart, so its target is deregistered first and drains
  *   through the target group's deregistration delay instead of taking new connections;
- * - only endpoints backed by a Pod count (`targetRef.kind`), at their first address;
+ * - only endpoints backed by a Pod of the slice's own namespace count (`targetRef`), at their
+ *   first address: a reference to another namespace's pod is not this Service's to expose;
  * - the port is the slice's port named as the Service port is (a slice's port carries the
  *   targetPort resolved for its endpoints, so named ports resolve per slice), with its protocol;
  *   an unnamed Service port (a Service may have one only alone) matches the slice's unnamed port;
@@ -26,7 +27,8 @@ export interface EndpointConditions {
 export interface SliceEndpoint {
   readonly addresses: readonly string[];
   readonly conditions?: EndpointConditions | undefined;
-  readonly targetRef?: { readonly kind?: string | undefined } | undefined;
+  readonly targetRef?:
+    { readonly kind?: string | undefined; readonly namespace?: string | undefined } | undefined;
 }
 
 export interface SlicePort {
@@ -36,6 +38,8 @@ export interface SlicePort {
 }
 
 export interface EndpointSliceView {
+  /** The slice's namespace (its Service's); undefined where the caller has only one. */
+  readonly namespace?: string | undefined;
   readonly addressType: string;
   readonly ports?: readonly SlicePort[] | undefined;
   readonly endpoints: readonly SliceEndpoint[];
@@ -70,7 +74,7 @@ export function ipTargetsFor(
     if (port === undefined) continue;
     for (const endpoint of slice.endpoints) {
       const ip = endpoint.addresses[0];
-      if (ip === undefined || endpoint.targetRef?.kind !== 'Pod') continue;
+      if (ip === undefined || !ownPod(slice, endpoint)) continue;
       const target = { ip, port };
       const key = `${ip}:${port}`;
       const conditions = endpoint.conditions ?? {};
@@ -81,6 +85,18 @@ export function ipTargetsFor(
   // The same pod in two slices (a slice being replaced) is one target; serving wins.
   for (const key of serving.keys()) terminating.delete(key);
   return { serving: sorted(serving), terminating: sorted(terminating) };
+}
+
+/** An endpoint backed by a Pod in the slice's namespace (a reference without one means that). */
+function ownPod(slice: EndpointSliceView, endpoint: SliceEndpoint): boolean {
+  const ref = endpoint.targetRef;
+  if (ref?.kind !== 'Pod') return false;
+  return (
+    ref.namespace === undefined ||
+    ref.namespace === '' ||
+    slice.namespace === undefined ||
+    ref.namespace === slice.namespace
+  );
 }
 
 function sorted(targets: Map<string, IpTarget>): IpTarget[] {
@@ -100,7 +116,7 @@ export function sliceProjection(slice: EndpointSliceView): JsonValue {
     .map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port ?? -1] as const)
     .sort((a, b) => (a.join() < b.join() ? -1 : a.join() > b.join() ? 1 : 0));
   const endpoints = slice.endpoints
-    .filter((e) => e.targetRef?.kind === 'Pod' && e.addresses[0] !== undefined)
+    .filter((e) => ownPod(slice, e) && e.addresses[0] !== undefined)
     .map((e) => {
       const conditions = e.conditions ?? {};
       const state =

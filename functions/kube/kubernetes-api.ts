@@ -97,7 +97,7 @@ export class HttpKubernetesApi implements KubernetesApi, NamespaceDirectory {
         `/apis/discovery.k8s.io/v1/namespaces/${segment(namespace)}/endpointslices`,
         { labelSelector: `${serviceNameLabel}=${serviceName}` },
       );
-      return slices.map(sliceView);
+      return slices.map((slice) => sliceView(slice, namespace));
     } catch (error) {
       throw translateKubeError(
         error,
@@ -217,13 +217,13 @@ export function serviceSummary(service: Service): ServiceSummary {
   };
 }
 
-/** Every page of a list, `nodePageSize` at a time. */
 /** The label the EndpointSlice controller puts on a Service's slices. */
 export const serviceNameLabel = 'kubernetes.io/service-name';
 
 /** What the targets of a slice are read from, and nothing else of it (its labels, hints, zones). */
-function sliceView(slice: EndpointSliceView): EndpointSliceView {
+function sliceView(slice: EndpointSliceView, namespace: string): EndpointSliceView {
   return {
+    namespace,
     addressType: slice.addressType,
     ports: (slice.ports ?? []).map(({ name, port, protocol }) => ({ name, port, protocol })),
     endpoints: (slice.endpoints ?? []).map(({ addresses, conditions, targetRef }) => ({
@@ -233,11 +233,12 @@ function sliceView(slice: EndpointSliceView): EndpointSliceView {
         serving: conditions?.serving,
         terminating: conditions?.terminating,
       },
-      targetRef: { kind: targetRef?.kind },
+      targetRef: { kind: targetRef?.kind, namespace: targetRef?.namespace },
     })),
   };
 }
 
+/** Every page of a list, `nodePageSize` at a time. */
 async function listAll<T>(
   api: KubeApiClient,
   path: string,

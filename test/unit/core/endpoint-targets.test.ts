@@ -95,4 +95,20 @@ describe('ip targets from EndpointSlices', () => {
     );
     expect(targets).toEqual({ serving: [{ ip: '10.0.1.5', port: 8080 }], terminating: [] });
   });
+
+  it('counts no pod that a reference to another namespace names: not this Service’s to expose', () => {
+    const own = { ...slice([pod('10.0.1.5')]), namespace: 'team-a' };
+    const foreign = {
+      ...slice([{ addresses: ['10.0.2.7'], targetRef: { kind: 'Pod', namespace: 'team-b' } }]),
+      namespace: 'team-a',
+    };
+    const same = {
+      ...slice([{ addresses: ['10.0.1.6'], targetRef: { kind: 'Pod', namespace: 'team-a' } }]),
+      namespace: 'team-a',
+    };
+    expect(ipTargetsFor({ name: 'http' }, [own, foreign, same], 'IPv4').serving).toEqual([
+      { ip: '10.0.1.5', port: 8080 },
+      { ip: '10.0.1.6', port: 8080 },
+    ]);
+  });
 });
