@@ -1,11 +1,15 @@
+import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import {
+  DeregisterTargetsCommand,
   DescribeListenersCommand,
+  DescribeTargetGroupAttributesCommand,
   DescribeTargetGroupsCommand,
   DescribeTargetHealthCommand,
 } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readNlbState } from '../../functions/nlb/nlb-state';
+import { runSweep } from '../../functions/runtime/sweep';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
 // Issue 36's acceptance, on the real runtime over moto and the fake API server (which enforces
@@ -244,6 +248,61 @@ describe('ip targets: NLBs that send traffic straight to pods (issue 36)', () =>
     await world.send({ v: 1, kind: 'node', reason: 'node added' });
     await world.drain();
     expect(world.aws.recorder.count('RegisterTargets')).toBe(callsBefore);
+    expect(await podTargets()).toEqual(both('10.0.1.5'));
+  });
+
+  it('has a pod deregistered by hand registered again by the sweep’s drift check, and says so', async () => {
+    setPods('web', [{ ip: '10.0.1.5' }, { ip: '10.0.1.6' }]);
+    await world.createService('web', ipMode);
+    const record = await world.runtime.store.getService('default/web');
+    const group = readNlbState(record?.provider).targetGroups?.['80'];
+    await world.aws.testClients.elbv2.send(
+      new DeregisterTargetsCommand({
+        TargetGroupArn: group?.arn,
+        Targets: [{ Id: '10.0.1.6', Port: 8080 }],
+      }),
+    );
+    expect((await podTargets())['80']).toEqual(['10.0.1.5:8080']);
+
+    expect((await runSweep(world.runtime)).resyncs).toBe(1);
+    await world.drain();
+    expect(await podTargets()).toEqual(both('10.0.1.5', '10.0.1.6'));
+    const events = await world.api.listNamespacedEvent({ namespace: 'default' });
+    const repaired = events.items.filter((e) => e.reason === 'RepairedLoadBalancer');
+    expect(repaired.map((e) => e.message)).toEqual([
+      expect.stringMatching(/register 1 targets for port 80/),
+    ]);
+  });
+
+  it('keeps target group attributes and TLS listeners working with pod targets', async () => {
+    const acm = world.aws.account.client(ACMClient);
+    const certificate =
+      (await acm.send(new RequestCertificateCommand({ DomainName: 'web.example.com' })))
+        .CertificateArn ?? '';
+    setPods('web', [{ ip: '10.0.1.5' }]);
+    await world.createService('web', {
+      ...ipMode,
+      'service.beta.kubernetes.io/aws-load-balancer-ssl-cert': certificate,
+      'service.beta.kubernetes.io/aws-load-balancer-ssl-ports': 'https',
+      'service.beta.kubernetes.io/aws-load-balancer-target-group-attributes':
+        'deregistration_delay.timeout_seconds=30',
+    });
+    const state = readNlbState((await world.runtime.store.getService('default/web'))?.provider);
+    const listeners =
+      (
+        await world.aws.testClients.elbv2.send(
+          new DescribeListenersCommand({ LoadBalancerArn: state.loadBalancerArn }),
+        )
+      ).Listeners ?? [];
+    expect(listeners.map((l) => `${l.Protocol}:${l.Port}`).sort()).toEqual(['TCP:80', 'TLS:443']);
+    for (const group of Object.values(state.targetGroups ?? {})) {
+      const attributes = await world.aws.testClients.elbv2.send(
+        new DescribeTargetGroupAttributesCommand({ TargetGroupArn: group.arn }),
+      );
+      expect(
+        attributes.Attributes?.find((a) => a.Key === 'deregistration_delay.timeout_seconds')?.Value,
+      ).toBe('30');
+    }
     expect(await podTargets()).toEqual(both('10.0.1.5'));
   });
 });
