@@ -7,6 +7,7 @@ import { round } from '../support/stats';
 import { barChart, lineChart } from '../support/svg';
 import type { PropagationResult } from './propagation';
 import type { BudgetFairnessRun, BurstRun } from './propagation-bursts';
+import { podTargetsModel, type PodTargetsRun } from './propagation-pods';
 
 export function propagationSection(p: PropagationResult): string {
   const m = p.model;
@@ -82,6 +83,7 @@ export function propagationSection(p: PropagationResult): string {
       : []),
     ...(p.namespaceBurst ? ['', namespaceBurstSection(p.namespaceBurst)] : []),
     ...(p.budgetFairness ? ['', budgetFairnessSection(p.budgetFairness)] : []),
+    ...(p.podTargets?.length ? ['', podTargetsSection(p, p.podTargets)] : []),
   ].join('\n');
 }
 
@@ -298,6 +300,69 @@ function budgetFairnessSection(b: NonNullable<PropagationResult['budgetFairness'
     ),
     '',
     `The quiet Service's registrations waited ${s(f.quietBudgetWaitMs)} on the budget instead of ${s(b.fcfs.quietBudgetWaitMs)}, and it had the node ${s(f.quietMs)} after the change instead of ${s(b.fcfs.quietMs)}; the attacker's own registrations go through at the same rate. The price is DynamoDB writes: a namespace over its share tries again when its turn comes, and the budget item refuses the tries that another instance's caller of the same namespace beat (each 1 WRU).`,
+  ].join('\n');
+}
+
+/** Issue 36: an endpoint turning ready until its pod target is registered. */
+function podTargetsSection(p: PropagationResult, runs: readonly PodTargetsRun[]): string {
+  const m = p.model;
+  const reg = p.rateLimits.elbv2Registration;
+  const groups = podTargetsModel.ports.length;
+  // One queue hop through the work queue and one RegisterTargets: the watch event, the
+  // forwarder's send, the event source mapping's batching window, the invoke and the call.
+  const hopMs = m.watchMs + m.latencyMs + m.batchingWindowMs + m.invokeMs + m.latencyMs;
+  // The k-th Service to be done needs k × groups registrations; the bucket holds `capacity` at
+  // t0 and refills from then on.
+  const floorMs = (k: number) =>
+    Math.max(hopMs, ((groups * k - reg.capacity) / reg.refillPerSecond) * 1000);
+  const perService = (r: PodTargetsRun) => {
+    const ops = Object.entries(r.elbv2ByOperation).map(
+      ([op, n]) => `${round(n / r.services, 2)} ${op}`,
+    );
+    return `${round(r.elbv2Attempts / r.services, 2)} (${ops.join(' + ')})`;
+  };
+  const rows = runs.map((r) => {
+    const node = p.ours.find((o) => o.services === r.services);
+    const p50Floor = floorMs(Math.ceil(r.services / 2));
+    const maxFloor = floorMs(r.services);
+    return [
+      r.services,
+      `${s(r.p50Ms)} (floor ${s(p50Floor)}, ${ratio(r.p50Ms, p50Floor)})`,
+      `${s(r.maxMs)} (floor ${s(maxFloor)}, ${ratio(r.maxMs, maxFloor)})`,
+      node ? `${s(node.p50Ms)} / ${s(node.maxMs)}` : '–',
+      perService(r),
+      `${r.syncs} (${r.budgetRequeues} requeued)`,
+      `${r.throttledAttempts} / ${r.sdkRetries} / ${r.syncRetries}`,
+    ];
+  });
+  // What one targets sync calls, from a run where each Service took one pass.
+  const one = runs.find((r) => r.syncs === r.services && r.budgetRequeues === 0);
+  const per = (n: number) => (one ? round(n / one.syncs, 2) : '?');
+  return [
+    '### Pod targets: an endpoint turning ready (issue 36)',
+    '',
+    `Services annotated \`nlb-target-type: ip\` (${groups} ports each, so ${groups} pod target groups of TargetType ip, each holding ${podTargetsModel.readyPodsBefore} ready pods as \`ip:port\`), already created and in sync. At t0 one more pod of every Service turns ready in its EndpointSlice; the forwarder sees each slice's watch event (${m.watchMs} ms) and sends one \`targets\` message per Service to the work queue, 10 to a SendMessageBatch, one call after another (its publisher has no window of its own); the work function's event source mapping has its ${m.batchingWindowMs} ms batching window. Its passes run processKey → syncTargets → NlbProvider.updateEndpointTargets (one DescribeTags, then a RegisterTargets per target group, on the shared registration budget). Measured per Service, from t0 until RegisterTargets has put the new pod's \`ip:port\` in all its target groups; same runtime, fakes and rate limits as above. Floors: for 1 Service, one queue hop and one RegisterTargets (watch, send, batching window, invoke, call: ${s(hopMs)}); for more, the account's registration bucket: the k-th Service to be done needs ${groups}k registrations, of which the bucket has ${reg.capacity} at t0 and ${reg.refillPerSecond}/s after, so (${groups}k − ${reg.capacity}) / ${reg.refillPerSecond} s (k = N/2 for p50, N for max). The node-change column is the table above's, for the same count.`,
+    '',
+    table(
+      [
+        'LB Services (ip targets)',
+        'p50',
+        'max',
+        'node change p50 / max',
+        'ELBv2 calls per Service',
+        'passes (requeued by the budget)',
+        'ELBv2 throttled / SDK retries / syncs backed off',
+      ],
+      rows,
+    ),
+    '',
+    `One targets sync${one ? ` (the ${one.services}-Service run)` : ''}: ${per(one?.elbv2Attempts ?? 0)} ELBv2 calls (${
+      one
+        ? Object.entries(one.elbv2ByOperation)
+            .map(([op, n]) => `${op} ${per(n)}`)
+            .join(', ')
+        : '?'
+    }), ${per(one?.kubeCalls ?? 0)} Kubernetes calls (the Service and its EndpointSlices), ${per(one?.stateCalls ?? 0)} state-table requests (lease, record read and write, release) and ${per(one?.budgetWrites ?? 0)} registration-budget writes. With many Services the budget books registrations at most 10 s ahead: a pass beyond that ends requeue-after and comes back, repeating its DescribeTags and reads, which is where the extra DescribeTags per Service come from. With 1 Service the gap to a node change is the work queue's ${m.batchingWindowMs} ms batching window, which a \`targets\` message waits out and a node message (on the node queue, which has none) does not; with 100, both are bound by the registration bucket.`,
   ].join('\n');
 }
 

@@ -14,7 +14,7 @@
  * calls each (docs/design.md §5, counted from cloud-provider-aws), same buckets and latency.
  *
  * Ours runs in the world of propagation-world.ts; the runs under a burst of other work are in
- * propagation-bursts.ts.
+ * propagation-bursts.ts, and the pod-target runs (issue 36) in propagation-pods.ts.
  */
 import { defaultRegistrationBudget } from '../../functions/aws/registration-budget';
 import { type RegistrationBudgetSpec } from '../../functions/core/registration-slots';
@@ -30,6 +30,7 @@ import {
   type BurstRun,
   type NodeDuringBurstRun,
 } from './propagation-bursts';
+import { simulatePodTargets, type PodTargetsRun } from './propagation-pods';
 import { instanceId, ourWorld, worldModel } from './propagation-world';
 
 /** The world's constants, and the seed's: its loop and the calls it makes per LB Service. */
@@ -134,6 +135,11 @@ export interface PropagationResult {
    */
   readonly budgetFairness?:
     { readonly fcfs: BudgetFairnessRun; readonly fair: BudgetFairnessRun } | undefined;
+  /**
+   * Issue 36: Services whose NLB targets pods, one endpoint of each turning ready; from then until
+   * its target is registered (propagation-pods.ts).
+   */
+  readonly podTargets?: PodTargetsRun[] | undefined;
 }
 
 /**
@@ -304,6 +310,8 @@ export async function simulateSeed(services: number): Promise<SeedRun> {
 
 export async function propagation(
   counts: readonly number[] = [1, 100, 1000],
+  /** Service counts of the pod-target runs (issue 36 asks for 1 and 100). */
+  podCounts: readonly number[] = [1, 100],
 ): Promise<PropagationResult> {
   const ours: OursRun[] = [];
   const oursSharedQueue: OursRun[] = [];
@@ -338,6 +346,8 @@ export async function propagation(
     nodeQueue: await simulateNodeChangeDuringBurst({ nodeQueue: true }),
     sharedQueue: await simulateNodeChangeDuringBurst({ nodeQueue: false }),
   };
+  const podTargets: PodTargetsRun[] = [];
+  for (const n of podCounts) podTargets.push(await simulatePodTargets(n));
   return {
     model: propagationModel,
     rateLimits: awsRateLimits,
@@ -349,5 +359,6 @@ export async function propagation(
     registrationBudget,
     namespaceBurst,
     budgetFairness,
+    podTargets,
   };
 }

@@ -2,8 +2,11 @@
  * An in-memory ELBv2 / EC2 / tagging API on virtual time, with a fixed latency per call and AWS's
  * account-level token buckets, and the client side as one Lambda instance sees it: the
  * controller's per-process limiter and the SDK's adaptive retries. It implements only what the NLB
- * provider sends on a node change (DescribeTags of the recorded target groups, RegisterTargets,
- * DeregisterTargets, and GetResources on the failure path); any other command fails loudly.
+ * provider sends on a node change or an endpoint change (DescribeTags of the recorded target
+ * groups, RegisterTargets, DeregisterTargets, DescribeTargetHealth and DescribeTargetGroups, and
+ * GetResources on the failure path); any other command fails loudly. A target group of TargetType
+ * `ip` (pod targets, issue 36) holds `ip:port`, as the NLB model names a pod target: each target's
+ * `Port`, or the group's when it has none.
  */
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
@@ -29,6 +32,11 @@ export interface FakeTargetGroup {
   readonly serviceKey: string;
   readonly serviceUid: string;
   readonly loadBalancerArn: string;
+  /** Absent: `instance`, AWS's default. */
+  readonly targetType?: 'ip' | undefined;
+  /** The group's port: what an `ip` target without a Port of its own is registered on. */
+  readonly port?: number | undefined;
+  /** Instance IDs; `ip:port` in an `ip` group. */
   readonly targets: Set<string>;
 }
 
@@ -53,6 +61,38 @@ function throttlingError(service: ServiceName): Error {
   const error = new Error('Rate exceeded');
   error.name = service === 'ec2' ? 'RequestLimitExceeded' : 'Throttling';
   return Object.assign(error, { $fault: 'client', $metadata: { httpStatusCode: 400 } });
+}
+
+function notFound(what: string): Error {
+  return Object.assign(new Error(`${what} not found`), {
+    name: 'TargetGroupNotFound',
+    $fault: 'client',
+  });
+}
+
+/** A target as the group keeps it: an instance by its ID, a pod by `ip:port`. */
+function targetKey(tg: FakeTargetGroup, target: { Id?: string; Port?: number }): string {
+  const id = target.Id ?? '';
+  if (tg.targetType !== 'ip') return id;
+  const port = target.Port ?? tg.port;
+  if (port === undefined) {
+    throw Object.assign(new Error(`target ${id} has no port and ${tg.arn} none either`), {
+      name: 'ValidationError',
+      $fault: 'client',
+    });
+  }
+  return `${id}:${port}`;
+}
+
+/** A kept target as DescribeTargetHealth names it: `ip` groups with its Port. */
+function describedTarget(tg: FakeTargetGroup, key: string): { Id: string; Port?: number } {
+  if (tg.targetType !== 'ip') return { Id: key };
+  const colon = key.lastIndexOf(':');
+  return { Id: key.slice(0, colon), Port: Number(key.slice(colon + 1)) };
+}
+
+function throwing(error: Error): never {
+  throw error;
 }
 
 function isThrottling(error: unknown): boolean {
@@ -119,13 +159,9 @@ export class FakeAwsAccount {
       case 'RegisterTargets':
       case 'DeregisterTargets': {
         const tg = this.targetGroups.get(String(input.TargetGroupArn));
-        if (tg === undefined) {
-          throw Object.assign(new Error('target group not found'), {
-            name: 'TargetGroupNotFound',
-            $fault: 'client',
-          });
-        }
-        const ids = ((input.Targets ?? []) as { Id?: string }[]).map((t) => t.Id ?? '');
+        if (tg === undefined) throw notFound('target group');
+        const targets = (input.Targets ?? []) as { Id?: string; Port?: number }[];
+        const ids = targets.map((t) => targetKey(tg, t));
         for (const id of ids) {
           if (operation === 'RegisterTargets') tg.targets.add(id);
           else tg.targets.delete(id);
@@ -136,16 +172,29 @@ export class FakeAwsAccount {
       case 'DescribeTargetHealth': {
         // A host update after a failed pass reads what is registered instead of the record.
         const tg = this.targetGroups.get(String(input.TargetGroupArn));
-        if (tg === undefined) {
-          throw Object.assign(new Error('target group not found'), {
-            name: 'TargetGroupNotFound',
-            $fault: 'client',
-          });
-        }
+        if (tg === undefined) throw notFound('target group');
         return {
-          TargetHealthDescriptions: [...tg.targets].map((Id) => ({
-            Target: { Id },
+          TargetHealthDescriptions: [...tg.targets].map((key) => ({
+            Target: describedTarget(tg, key),
             TargetHealth: { State: 'healthy' },
+          })),
+        };
+      }
+      case 'DescribeTargetGroups': {
+        // By ARNs (one unknown ARN fails the call, as in AWS) or by load balancer; one page.
+        const arns = input.TargetGroupArns as string[] | undefined;
+        const groups =
+          arns !== undefined
+            ? arns.map((arn) => this.targetGroups.get(arn) ?? throwing(notFound(arn)))
+            : [...this.targetGroups.values()].filter(
+                (tg) => tg.loadBalancerArn === input.LoadBalancerArn,
+              );
+        return {
+          TargetGroups: groups.map((tg) => ({
+            TargetGroupArn: tg.arn,
+            TargetType: tg.targetType ?? 'instance',
+            ...(tg.port !== undefined ? { Port: tg.port } : {}),
+            LoadBalancerArns: [tg.loadBalancerArn],
           })),
         };
       }
@@ -156,12 +205,7 @@ export class FakeAwsAccount {
         return {
           TagDescriptions: arns.map((arn) => {
             const tg = groups.find((g) => g.arn === arn || g.loadBalancerArn === arn);
-            if (tg === undefined) {
-              throw Object.assign(new Error(`${arn} not found`), {
-                name: 'TargetGroupNotFound',
-                $fault: 'client',
-              });
-            }
+            if (tg === undefined) throw notFound(arn);
             return {
               ResourceArn: arn,
               Tags: [
