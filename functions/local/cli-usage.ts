@@ -13,6 +13,10 @@ Usage:
   serverless-service-controller apply -f FILE        apply Service manifests (YAML or JSON)
   serverless-service-controller delete NAMESPACE/NAME
   serverless-service-controller node add [COUNT] | remove NAME | exclude NAME | include NAME
+  serverless-service-controller pod add NAMESPACE/SERVICE [COUNT] | remove NAMESPACE/SERVICE POD|IP
+                                     | list NAMESPACE/SERVICE
+                                                     simulated pods behind a Service (its
+                                                     EndpointSlice), for nlb-target-type: ip
   serverless-service-controller uninstall [--yes]    delete what the controller owns, release finalizers
   serverless-service-controller k8s render --stack-outputs FILE --out DIR [OPTIONS]
                                                      the forwarder's kustomization for one cluster

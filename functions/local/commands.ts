@@ -17,6 +17,7 @@ import { FakeKubeApiServer, type Denial } from './fake-kube';
 import { converged, LocalController, renderProgress } from './local-controller';
 import { startMotoServer } from './moto-server';
 import { loadProjectRbac } from './project-rbac';
+import { pod } from './pod-commands';
 import { planUninstall, uninstall } from './uninstall';
 import { defaultQueueName, defaultTableName, UsageError } from './cli-usage';
 import {
@@ -420,6 +421,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     case 'node':
       return node(flags, rest);
+    case 'pod':
+      return pod(flags, rest);
     case 'uninstall':
       return uninstallCommand(flags);
     default:
