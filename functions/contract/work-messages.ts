@@ -20,8 +20,10 @@ const intIn = (min: number, max: number) => z.int().check(z.gte(min), z.lte(max)
  * - `service`: a Service changed; full sync.
  * - `hosts`: node sync found the Service's LB has other hosts; host update.
  * - `targets`: the endpoints of a Service whose NLB targets pods (`nlb-target-type: ip`) changed;
- *   targets sync, which reads the live EndpointSlices (issue 36). Sent by the forwarder from the
- *   release after 0.2; an older runtime dead-letters it as malformed, so the runtime goes first.
+ *   targets sync, which reads the live EndpointSlices (issue 36). Read and sent from the same
+ *   release, an exception to docs/upgrades.md's rule that is harmless: the forwarder sends it only
+ *   for Services with pod targets, which an older runtime refuses anyway, and upgrades put the
+ *   functions first.
  * - `resync`: drift repair; full sync ignoring the checkpoint, when `pass` names the sweep run
  *   recorded in the state table (or the one before), else an ordinary `service` sync: a flood of
  *   forged resyncs costs checkpoint hits, not AWS reads.

@@ -16,7 +16,8 @@ import { liveEmbeddedState } from './embedded-run';
 /** Pod addresses start here: inside the emulator's VPC, away from the subnets' first addresses. */
 const podNetwork = '10.0.200.';
 const managedBy = 'endpointslice.kubernetes.io/managed-by';
-const simulated = 'serverless-service-controller.io/simulated';
+/** The managed-by value of simulated slices, as each controller names its own. */
+const simulated = 'serverless-service-controller-local-mode';
 
 export async function pod(flags: Flags, args: readonly string[]): Promise<number> {
   const [action, target, argument] = args;

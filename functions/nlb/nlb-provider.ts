@@ -13,7 +13,7 @@ import type {
 } from '../sync/ports';
 import type { NlbClients } from '../aws/clients';
 import { parseAnnotations } from './model/annotations';
-import { type LoadBalancerOptions } from './model/annotation-types';
+import { awsPrefix, type LoadBalancerOptions } from './model/annotation-types';
 import { schemeOf, type ProviderSettings } from './model/desired';
 import { loadBalancerName } from './model/naming';
 import { ensureLoadBalancerDeleted } from './delete-load-balancer';
@@ -98,9 +98,17 @@ export class NlbProvider implements LoadBalancerProvider {
     );
   }
 
-  /** `nlb-target-type: ip`; an annotation that cannot be read leaves the Ensure to report it. */
+  /**
+   * `nlb-target-type: ip` (or `type: nlb-ip`), read from those two annotations alone: a mistake
+   * in another annotation must not make a Service with pod targets look for nodes (and NodePorts)
+   * before its Ensure reports the mistake.
+   */
   targetsFromEndpoints(service: Service): boolean {
-    return this.optionsOrDefaults(service).targetType === 'ip';
+    const annotations = service.metadata?.annotations ?? {};
+    return (
+      annotations[`${awsPrefix}nlb-target-type`] === 'ip' ||
+      annotations[`${awsPrefix}type`] === 'nlb-ip'
+    );
   }
 
   /** Endpoint changes only (update-pod-targets.ts). */

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { endpointsDigest, type EndpointSliceView } from '../../../functions/core/endpoint-targets';
 import { InvariantError, TerminalError } from '../../../functions/core/errors';
 import type { Service } from '../../../functions/core/objects';
+import type { NlbClients } from '../../../functions/aws/clients';
 import { parseAnnotations } from '../../../functions/nlb/model/annotations';
+import { NlbProvider } from '../../../functions/nlb/nlb-provider';
 import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import { planChanges, type Step } from '../../../functions/nlb/model/plan';
 import {
@@ -129,6 +131,23 @@ describe('the model of pod target groups (nlb-target-type: ip)', () => {
       /port 80 has 1001 ready endpoints, more than the 1000 targets a target group can hold/,
     );
     expect(() => desiredFor({ annotations: ipMode, ports }, undefined)).toThrow(InvariantError);
+  });
+
+  it('tells a Service with pod targets by its two annotations alone, whatever else is wrong with it', () => {
+    // No AWS call is made: the clients are never used.
+    const provider = new NlbProvider({} as NlbClients, testProviderSettings);
+    const broken = { 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'sideways' };
+    expect(
+      provider.targetsFromEndpoints(makeService({ annotations: { ...ipMode, ...broken } })),
+    ).toBe(true);
+    expect(
+      provider.targetsFromEndpoints(
+        makeService({
+          annotations: { 'service.beta.kubernetes.io/aws-load-balancer-type': 'nlb-ip' },
+        }),
+      ),
+    ).toBe(true);
+    expect(provider.targetsFromEndpoints(makeService({ annotations: broken }))).toBe(false);
   });
 
   it('reads type nlb-ip as ip targets, and refuses it beside nlb-target-type instance', () => {
