@@ -1,14 +1,14 @@
 import { checkpointFor } from '../core/checkpoint';
-import { needsCleanup, wantsLoadBalancer } from '../core/claim';
 import { errorKind, errorMessage, InvariantError, NotFoundError } from '../core/errors';
 import { events } from '../core/events';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
-import { isBeingDeleted, serviceReference } from '../core/objects';
+import { serviceReference } from '../core/objects';
 import { type SyncDependencies } from './dependencies';
 import { hostsForService } from './host-selection';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import { providerStateOf, type UpdateOptions, type UpdateResult } from './ports';
+import { partialSyncSubject } from './partial-sync';
 import { syncService } from './sync-service';
 
 /**
@@ -24,18 +24,13 @@ export async function syncHosts(
 ): Promise<SyncOutcome> {
   try {
     const { namespace, name } = parseServiceKey(key);
-    const service = await deps.kube.getService(namespace, name);
-    const record = await deps.state.getService(key);
-    if (
-      service === undefined ||
-      record === undefined ||
-      record.uid !== (service.metadata?.uid ?? '') ||
-      !wantsLoadBalancer(service, deps.claim) ||
-      needsCleanup(service, deps.claim) ||
-      isBeingDeleted(service)
-    ) {
-      return await syncService(key, deps);
-    }
+    const subject = partialSyncSubject(
+      await deps.kube.getService(namespace, name),
+      await deps.state.getService(key),
+      deps.claim,
+    );
+    if (subject === undefined) return await syncService(key, deps);
+    const { service, record } = subject;
     deps.lifecycle.subject(service);
     const hosts = await hostsForService(deps, service, record.nodeSelector);
     // The record's hash says what the last clean pass registered; with targets to be read from

@@ -1,8 +1,7 @@
-import { needsCleanup, wantsLoadBalancer } from '../core/claim';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
-import { isBeingDeleted } from '../core/objects';
 import type { SyncDependencies } from './dependencies';
 import { outcomeOf, type SyncOutcome } from './outcome';
+import { partialSyncSubject } from './partial-sync';
 import { podTargetsCheckpoint, refreshPodTargets } from './pod-targets';
 import type { UpdateOptions } from './ports';
 import { syncService } from './sync-service';
@@ -21,22 +20,21 @@ export async function syncTargets(
 ): Promise<SyncOutcome> {
   try {
     const { namespace, name } = parseServiceKey(key);
-    const service = await deps.kube.getService(namespace, name);
-    const record = await deps.state.getService(key);
+    const subject = partialSyncSubject(
+      await deps.kube.getService(namespace, name),
+      await deps.state.getService(key),
+      deps.claim,
+    );
     if (
-      service === undefined ||
-      record === undefined ||
-      record.uid !== (service.metadata?.uid ?? '') ||
-      !wantsLoadBalancer(service, deps.claim) ||
-      needsCleanup(service, deps.claim) ||
-      isBeingDeleted(service) ||
-      !deps.provider.targetsFromEndpoints(service) ||
+      subject === undefined ||
+      !deps.provider.targetsFromEndpoints(subject.service) ||
       // The spec changed since the last Ensure (or that one did not complete): a full sync,
       // which reads the slices too, is due anyway.
-      record.checkpoint !== podTargetsCheckpoint(service, deps)
+      subject.record.checkpoint !== podTargetsCheckpoint(subject.service, deps)
     ) {
       return await syncService(key, deps);
     }
+    const { service, record } = subject;
     deps.lifecycle.subject(service);
     const slices = await deps.kube.listEndpointSlices(namespace, name);
     const outcome = await refreshPodTargets(service, record, slices, deps, options);
