@@ -1,7 +1,8 @@
 /**
- * `npm run bench:forwarder`: streams 10,000 Services and 5,000 Nodes (BENCH_SERVICES, BENCH_NODES)
- * through the fake API server into the bundled forwarder and into a client-node informer baseline,
- * and prints the peak RSS and CPU time of each (bench/scenarios/forwarder.ts). Then the oversized
+ * `npm run bench:forwarder`: streams 10,000 Services and 5,000 Nodes (BENCH_SERVICES, BENCH_NODES),
+ * and 1,000 ip-mode Services with one EndpointSlice of 20 endpoints each (BENCH_IP_SERVICES,
+ * BENCH_ENDPOINTS), through the fake API server into the bundled forwarder and into a client-node
+ * informer baseline, and prints the peak RSS and CPU time of each (bench/scenarios/forwarder.ts). Then the oversized
  * case (bench/scenarios/forwarder-oversized.ts): BENCH_OVERSIZED Services (default 30) with 85,000
  * source ranges each in one namespace at the initial list and 5 more through the watch, beside an
  * ordinary Service in another namespace, against the Deployment's memory limit.
@@ -13,15 +14,22 @@ import { oversizedForwarderRun } from './scenarios/forwarder-oversized';
 
 const services = Number(process.env.BENCH_SERVICES ?? 10_000);
 const nodes = Number(process.env.BENCH_NODES ?? 5_000);
+const ipServices = Number(process.env.BENCH_IP_SERVICES ?? 1_000);
+const endpoints = Number(process.env.BENCH_ENDPOINTS ?? 20);
 const oversized = Number(process.env.BENCH_OVERSIZED ?? 30);
 const only = process.env.BENCH_CASE;
 
 const moto = await startMotoServer();
 try {
   if (only !== 'oversized') {
-    const result = await forwarderBench(moto.endpoint, { services, nodes });
+    const result = await forwarderBench(moto.endpoint, {
+      services,
+      nodes,
+      ipServices,
+      endpoints,
+    });
     console.log(
-      `${services} Services (${result.loadBalancerServices} LoadBalancer), ${nodes} Nodes`,
+      `${services} Services (${result.loadBalancerServices} LoadBalancer), ${nodes} Nodes, ${ipServices} ip-mode Services with one EndpointSlice of ${endpoints} endpoints each (listed, then each changed once)`,
     );
     console.table(
       [result.forwarder, result.baseline].map((r) => ({

@@ -10,7 +10,7 @@ export function forwarderSection(f: ForwarderResult): string {
   return [
     '## Forwarder memory and CPU',
     '',
-    `${f.services.toLocaleString('en-US')} Services (${f.loadBalancerServices.toLocaleString('en-US')} of type LoadBalancer) and ${f.nodes.toLocaleString('en-US')} Nodes, realistic objects, streamed from the fake API server (the benchmark of \`npm run bench:forwarder\`, ${f.services === 10_000 && f.nodes === 5_000 ? 'at its full size' : 'at a reduced size set by BENCH_SERVICES / BENCH_NODES'}). The forwarder is the production bundle with the container's Node flags, sending to moto's SQS; it is measured once every LoadBalancer Service has been forwarded. The baseline keeps full objects in client-node informer caches. Peak RSS is VmHWM, CPU is user+system time, from /proc.`,
+    `${f.services.toLocaleString('en-US')} Services (${f.loadBalancerServices.toLocaleString('en-US')} of type LoadBalancer), ${f.nodes.toLocaleString('en-US')} Nodes and ${f.ipServices.toLocaleString('en-US')} ip-mode LoadBalancer Services with one EndpointSlice of ${f.endpoints} endpoints each, realistic objects, streamed from the fake API server (the benchmark of \`npm run bench:forwarder\`, ${f.services === 10_000 && f.nodes === 5_000 ? 'at its full size' : 'at a reduced size set by BENCH_SERVICES / BENCH_NODES'}). The forwarder is the production bundle with the container's Node flags, sending to moto's SQS; it is measured once every LoadBalancer Service has been forwarded and every slice, changed once through the watch, has become a targets message. The baseline keeps full objects in client-node informer caches. Peak RSS is VmHWM, CPU is user+system time, from /proc.`,
     '',
     table(
       ['process', 'peak RSS (MiB)', 'CPU (s)', 'wall (s)'],

@@ -1,8 +1,10 @@
 /**
- * The forwarder's footprint: streams Services and Nodes through the fake API server into (a) the
- * bundled forwarder, sending to moto's SQS, and (b) a baseline process that keeps full objects in
- * client-node informer caches (bench/informer-baseline.ts). Peak RSS and CPU time of each, read
- * from /proc. Used by `npm run bench:forwarder` and `npm run bench`.
+ * The forwarder's footprint: streams Services, Nodes, and ip-mode Services with one EndpointSlice
+ * each, through the fake API server into (a) the bundled forwarder, sending to moto's SQS, and
+ * (b) a baseline process that keeps full objects in client-node informer caches
+ * (bench/informer-baseline.ts). Once both have listed, every slice changes once through the
+ * watch. Peak RSS and CPU time of each, read from /proc. Used by `npm run bench:forwarder` and
+ * `npm run bench`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -36,6 +38,10 @@ export interface ForwarderResult {
   readonly services: number;
   readonly loadBalancerServices: number;
   readonly nodes: number;
+  /** LoadBalancer Services with `nlb-target-type: ip`, beside `services`, one slice each. */
+  readonly ipServices: number;
+  /** Endpoints per slice. */
+  readonly endpoints: number;
   readonly forwarder: ProcessUsage;
   readonly baseline: ProcessUsage;
   readonly targetMiB: number;
@@ -122,16 +128,117 @@ function realisticService(i: number) {
   };
 }
 
+/** A LoadBalancer Service whose NLB targets its pods (issue 36). */
+function ipService(i: number) {
+  const namespace = `team-${i % 50}`;
+  return {
+    metadata: {
+      name: `ip-svc-${i}`,
+      namespace,
+      uid: `0000${i}`.padStart(8, '0') + '-aaaa-4bbb-8ccc-ddddeeeeffff',
+      labels: { app: `ip-app-${i}`, 'app.kubernetes.io/managed-by': 'helm' },
+      annotations: {
+        'meta.helm.sh/release-name': `ip-release-${i}`,
+        'meta.helm.sh/release-namespace': namespace,
+        'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip',
+        'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internal',
+      },
+    },
+    spec: {
+      type: 'LoadBalancer',
+      // Pod targets need no NodePorts (and the fake API server's range holds only 2,768).
+      allocateLoadBalancerNodePorts: false,
+      selector: { app: `ip-app-${i}` },
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 80, targetPort: 8080 },
+        { name: 'metrics', protocol: 'TCP', port: 9090, targetPort: 9090 },
+      ],
+    },
+  };
+}
+
+/**
+ * The slice the EndpointSlice controller writes for `ipService(i)`: pods with their targetRefs,
+ * nodes, zones, hints and conditions; `version` flips one pod's readiness per step.
+ */
+function ipServiceSlice(i: number, endpoints: number, version = 0) {
+  const service = ipService(i);
+  const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+  return {
+    metadata: {
+      name: `${service.metadata.name}-${(0x10000 + i).toString(36)}`,
+      namespace: service.metadata.namespace,
+      generateName: `${service.metadata.name}-`,
+      labels: {
+        'kubernetes.io/service-name': service.metadata.name,
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+        app: service.metadata.labels.app,
+        'app.kubernetes.io/managed-by': 'helm',
+      },
+      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': '2026-11-30T00:00:00Z' },
+      ownerReferences: [
+        {
+          apiVersion: 'v1',
+          kind: 'Service',
+          name: service.metadata.name,
+          uid: service.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    addressType: 'IPv4',
+    ports: [
+      { name: 'http', protocol: 'TCP', port: 8080 },
+      { name: 'metrics', protocol: 'TCP', port: 9090 },
+    ],
+    endpoints: Array.from({ length: endpoints }, (_, n) => {
+      const ready = !(version > 0 && n === version % endpoints);
+      const zone = zones[n % zones.length] ?? 'us-east-1a';
+      const pod = `${service.metadata.name}-7d9f8c6b5-${(i * 100 + n).toString(36).padStart(5, 'x')}`;
+      return {
+        addresses: [`10.${64 + (i >> 8)}.${i & 255}.${n + 10}`],
+        conditions: { ready, serving: ready, terminating: false },
+        nodeName: `ip-10-${Math.floor(n / 250)}-${n % 250}-1.ec2.internal`,
+        zone,
+        hints: { forZones: [{ name: zone }] },
+        targetRef: {
+          kind: 'Pod',
+          namespace: service.metadata.namespace,
+          name: pod,
+          uid: `${(i * 100 + n).toString(16).padStart(8, '0')}-1111-4222-8333-444455556666`,
+        },
+      };
+    }),
+  };
+}
+
+/** The forwarder's own figures, from its /metrics (its port is in its start log line). */
+async function forwarderMetrics(output: () => string): Promise<Map<string, number>> {
+  const port = /"message":"forwarder started".*?"port":(\d+)/.exec(output())?.[1];
+  if (port === undefined) return new Map();
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return new Map(
+    text
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#'))
+      .map((line) => {
+        const at = line.lastIndexOf(' ');
+        return [line.slice(0, at), Number(line.slice(at + 1))] as const;
+      }),
+  );
+}
+
 async function measure(
   name: string,
   child: ChildProcess,
-  done: () => Promise<boolean>,
+  done: (output: () => string) => Promise<boolean>,
 ): Promise<ProcessUsage> {
   const started = Date.now();
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  while (!(await done().catch(() => false))) {
+  while (!(await done(() => output).catch(() => false))) {
     if (child.exitCode !== null) throw new Error(`${name} exited early:\n${output.slice(-2000)}`);
     if (Date.now() - started > 300_000)
       throw new Error(`${name} did not finish in 300 s:\n${output.slice(-2000)}`);
@@ -142,19 +249,68 @@ async function measure(
   return { name, ...result, seconds: (Date.now() - started) / 1000 };
 }
 
+/**
+ * When the forwarder is done: every LoadBalancer Service sent once (ip-mode ones included), plus
+ * the coalesced node triggers; then every slice is changed once through the watch, each change a
+ * targets message, after which it holds a fingerprint for every slice and nothing is pending.
+ */
+function allForwarded(
+  kube: FakeKubeApiServer,
+  queued: () => Promise<number>,
+  counts: { lbServices: number; ipServices: number; endpoints: number },
+): (output: () => string) => Promise<boolean> {
+  const { lbServices, ipServices, endpoints } = counts;
+  let slicesChanged = false;
+  return async (output) => {
+    if ((await queued()) < lbServices + ipServices) return false;
+    const metrics = await forwarderMetrics(output);
+    const slicesKept = metrics.get('forwarder_objects_known{resource="endpointslices"}');
+    if (!slicesChanged) {
+      if (slicesKept === undefined) return false;
+      for (let i = 0; i < ipServices; i++) {
+        const slice = ipServiceSlice(i, endpoints, 1);
+        const { namespace, name } = slice.metadata;
+        const { metadata } = kube.store.get('endpointslices', namespace, name);
+        kube.store.update('endpointslices', namespace, name, { ...slice, metadata });
+      }
+      slicesChanged = true;
+      return false;
+    }
+    return (
+      slicesKept === ipServices &&
+      metrics.get('forwarder_buffer_depth') === 0 &&
+      (await queued()) >= lbServices + 2 * ipServices
+    );
+  };
+}
+
+function populate(
+  kube: FakeKubeApiServer,
+  counts: { serviceCount: number; nodeCount: number; ipServices: number; endpoints: number },
+): void {
+  for (let i = 0; i < counts.nodeCount; i++) kube.store.create('nodes', '', realisticNode(i));
+  for (let i = 0; i < counts.serviceCount; i++)
+    kube.store.create('services', realisticService(i).metadata.namespace, realisticService(i));
+  for (let i = 0; i < counts.ipServices; i++) {
+    kube.store.create('services', ipService(i).metadata.namespace, ipService(i));
+    const slice = ipServiceSlice(i, counts.endpoints);
+    kube.store.create('endpointslices', slice.metadata.namespace, slice);
+  }
+}
+
 /** Runs both processes against a moto at `endpoint`; each is killed when measured or on failure. */
 export async function forwarderBench(
   endpoint: string,
-  options: { services: number; nodes: number },
+  options: { services: number; nodes: number; ipServices?: number; endpoints?: number },
 ): Promise<ForwarderResult> {
   const { services: serviceCount, nodes: nodeCount } = options;
+  const ipServices = options.ipServices ?? 1_000;
+  const endpoints = options.endpoints ?? 20;
   const kube = await FakeKubeApiServer.start();
   const children: ChildProcess[] = [];
   let front: InClusterFront | undefined;
   try {
-    for (let i = 0; i < nodeCount; i++) kube.store.create('nodes', '', realisticNode(i));
-    for (let i = 0; i < serviceCount; i++)
-      kube.store.create('services', realisticService(i).metadata.namespace, realisticService(i));
+    populate(kube, { serviceCount, nodeCount, ipServices, endpoints });
     const dir = mkdtempSync(join(tmpdir(), 'bench-fwd-'));
     writeFileSync(join(dir, 'kubeconfig'), kube.kubeconfigText());
     // The forwarder runs as in a Pod (HTTPS, ServiceAccount token); the baseline uses a kubeconfig.
@@ -197,17 +353,20 @@ export async function forwarderBench(
       }),
     );
     children.push(forwarder);
-    const forwarded = async () => {
+    const queued = async () => {
       const attributes = await sqs.send(
         new GetQueueAttributesCommand({
           QueueUrl: queueUrl,
           AttributeNames: ['ApproximateNumberOfMessages'],
         }),
       );
-      // Every LoadBalancer Service once, plus the coalesced node triggers.
-      return Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0) >= lbServices;
+      return Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0);
     };
-    const forwarderResult = await measure('forwarder (fingerprints)', forwarder, forwarded);
+    const forwarderResult = await measure(
+      'forwarder (fingerprints)',
+      forwarder,
+      allForwarded(kube, queued, { lbServices, ipServices, endpoints }),
+    );
 
     const baseline = track(
       spawn(process.execPath, ['--import', 'tsx', 'bench/informer-baseline.ts'], {
@@ -227,6 +386,8 @@ export async function forwarderBench(
       services: serviceCount,
       loadBalancerServices: lbServices,
       nodes: nodeCount,
+      ipServices,
+      endpoints,
       forwarder: forwarderResult,
       baseline: baselineResult,
       targetMiB: rssTargetMiB,

@@ -7,6 +7,7 @@ import {
   seedExcludeBalancerLabel,
 } from '../core/node-policy';
 import { isBeingDeleted, type Node, type Service, type Taint } from '../core/objects';
+import { asksForIpTargets, nlbTargetTypeAnnotation } from './endpoint-slices';
 
 const notOurs: Service = Object.freeze({ metadata: Object.freeze({}), spec: Object.freeze({}) });
 
@@ -22,7 +23,10 @@ const notOurs: Service = Object.freeze({ metadata: Object.freeze({}), spec: Obje
  *   kept, reduced to what those predicates can tell apart;
  * - every field `needsUpdate` compares (annotations, source ranges, ports, external IPs, ...):
  *   the forwarder only asks whether any changed, so they become one digest, held where
- *   `needsUpdate` compares it as an annotation.
+ *   `needsUpdate` compares it as an annotation;
+ * - whether it asks for pod targets, which decides whether its EndpointSlices are watched
+ *   (endpoint-slices.ts): kept as a target type of `ip` beside the digest. It changes only with
+ *   the annotations, so with the digest, and `needsUpdate` answers as before.
  */
 export function serviceFingerprint(service: Service, claim: ClaimPolicy): Service {
   const ours = ourFinalizersOn(service, claim);
@@ -33,7 +37,10 @@ export function serviceFingerprint(service: Service, claim: ClaimPolicy): Servic
   const lbClass = service.spec?.loadBalancerClass;
   return {
     metadata: {
-      annotations: { '#': loadBalancerInputsDigest(service) },
+      annotations: {
+        '#': loadBalancerInputsDigest(service),
+        ...(asksForIpTargets(service) ? { [nlbTargetTypeAnnotation]: 'ip' } : {}),
+      },
       // The filters ask only whether one of ours is there; a list of copies says no more.
       ...(ours.length > 0 ? { finalizers: [...new Set(ours)] } : {}),
       ...(isBeingDeleted(service) ? { deletionTimestamp: 'set' } : {}),

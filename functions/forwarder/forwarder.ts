@@ -11,6 +11,16 @@ import type { NodePolicy } from '../core/node-policy';
 import type { Node, Service } from '../core/objects';
 import type { WorkMessage } from '../contract/work-messages';
 import { nodeFingerprint, serviceFingerprint } from './fingerprints';
+import {
+  endpointSlicesPath,
+  inIpMode,
+  serviceKeyOfSlice,
+  servicesToSync,
+  sliceDigest,
+  SliceStore,
+  type EndpointSliceObject,
+  type SliceFingerprint,
+} from './endpoint-slices';
 import { Publisher } from './publisher';
 import { KubeApiClient } from '../kube/kube-api-client';
 import type { KubeConnection } from '../kube/in-cluster';
@@ -44,17 +54,22 @@ export interface ForwarderOptions {
 }
 
 /**
- * The in-cluster forwarder: watches Services and Nodes, applies the core's enqueue filters (S1, S2
- * and the node-membership filter) to compact fingerprints, and publishes keys to the work queue.
+ * The in-cluster forwarder: watches Services, Nodes and the EndpointSlices of Services in ip mode,
+ * applies the core's enqueue filters (S1, S2 and the node-membership filter) to compact
+ * fingerprints, and publishes keys to the work queue.
  */
 export class Forwarder {
   readonly publisher: Publisher;
   readonly services: ResourceWatch<V1Service, Service>;
   readonly nodes: ResourceWatch<V1Node, Node>;
+  readonly slices: ResourceWatch<EndpointSliceObject, SliceFingerprint>;
+  /** The slice fingerprints, by Service too: `sliceStore.size` slices of `.services` Services. */
+  readonly sliceStore = new SliceStore();
   filtered = 0;
   private readonly http: KubeApiClient;
   private server: Server | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
   /** Send failures already reported by a heartbeat that reached the queue. */
   private reportedSendFailures = 0;
   /** Watch failures already reported by a heartbeat that reached the queue. */
@@ -110,6 +125,14 @@ export class Forwarder {
       keyOf: (s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`,
       fingerprint: (s) => serviceFingerprint(s, options.claim),
       onChange: (key, old, current) => {
+        // Out of ip mode, or gone: its slices are no longer work. Back in ip mode, this watch
+        // sends a `service` message, whose full sync reads the slices.
+        if (
+          old !== undefined &&
+          inIpMode(old, options.claim) &&
+          (current === undefined || !inIpMode(current, options.claim))
+        )
+          this.sliceStore.forgetService(key);
         const wanted =
           current === undefined
             ? old !== undefined && shouldEnqueueServiceDelete(old, options.claim)
@@ -142,26 +165,75 @@ export class Forwarder {
       sleep,
       onRestart: (error) => log('warn', 'node watch restarting', { error: String(error) }),
     });
+    this.slices = this.sliceWatch(http, options.claim, enqueue, sleep, log);
+  }
+
+  /** The EndpointSlices of Services in ip mode (issue 36): a `targets` message per change. */
+  private sliceWatch(
+    http: KubeApiClient,
+    claim: ClaimPolicy,
+    enqueue: (message: WorkMessage | undefined) => Promise<void>,
+    sleep: (ms: number) => Promise<void>,
+    log: NonNullable<ForwarderOptions['log']>,
+  ): ResourceWatch<EndpointSliceObject, SliceFingerprint> {
+    return new ResourceWatch<EndpointSliceObject, SliceFingerprint>({
+      http,
+      path: endpointSlicesPath,
+      listPage: (limit, token, onItem) =>
+        streamListPage<EndpointSliceObject>(http, endpointSlicesPath, limit, token, onItem),
+      keyOf: (slice) => `${slice.metadata?.namespace ?? ''}/${slice.metadata?.name ?? ''}`,
+      store: this.sliceStore,
+      // Only the slices of a Service this forwarder has seen in ip mode are kept. One seen before
+      // its Service (created first, or the Service watch behind the slice watch) is dropped: the
+      // Service, once seen, is sent as a `service` message, whose full sync reads its slices; the
+      // slice's next change then finds no fingerprint and is sent as new (at worst one message
+      // more than needed). Keeping slices for Services not seen yet would keep them for all.
+      fingerprint: (slice) => {
+        const service = serviceKeyOfSlice(slice);
+        const fingerprint = service === undefined ? undefined : this.services.get(service);
+        if (service === undefined || fingerprint === undefined) return undefined;
+        if (!inIpMode(fingerprint, claim)) return undefined;
+        return { service, digest: sliceDigest(slice) };
+      },
+      onChange: async (_key, old, current) => {
+        const services = servicesToSync(old, current);
+        if (services.length === 0) return enqueue(undefined);
+        const reason = `endpoint slice ${current === undefined ? 'deleted' : old === undefined ? 'added' : 'changed'}`;
+        for (const key of services) await enqueue({ v: 1, kind: 'targets', key, reason });
+      },
+      sleep,
+      onRestart: (error) =>
+        log('warn', 'endpoint slice watch restarting', { error: String(error) }),
+    });
+  }
+
+  private get watches() {
+    return [
+      ['services', this.services],
+      ['nodes', this.nodes],
+      ['endpointslices', this.slices],
+    ] as const;
   }
 
   get ready(): boolean {
-    return this.services.ready && this.nodes.ready;
+    return this.watches.every(([, watch]) => watch.ready);
   }
 
-  /** Failed lists and watches of both resources, since start. */
+  /** Failed lists and watches of every resource, since start. */
   get watchFailures(): number {
-    return this.services.restarts + this.nodes.restarts;
+    return this.watches.reduce((sum, [, watch]) => sum + watch.restarts, 0);
   }
 
   /**
    * Resources not being seen: never listed yet, or whose latest list or watch failed with none
-   * succeeding since. Never listed counts, so that a pod the kubelet restarts (after
+   * succeeding since (EndpointSlices are listed after the Services, so they count while the
+   * Services cannot be listed either). Never listed counts, so that a pod the kubelet restarts (after
    * `unhealthyAfterWatchFailures`) reports its lost watches from its first heartbeat on, not a
    * healthy 0 until its own first failure: otherwise every restart would break the alarm's run of
    * failing periods and a crash-looping forwarder would never page.
    */
   get failingWatches(): number {
-    return [this.services, this.nodes].filter((w) => !w.ready || w.consecutiveFailures > 0).length;
+    return this.watches.filter(([, w]) => !w.ready || w.consecutiveFailures > 0).length;
   }
 
   /**
@@ -177,10 +249,7 @@ export class Forwarder {
       const seconds = Math.round(this.publisher.failingForMs / 1000);
       return `sends to the work queue have failed for ${seconds} s`;
     }
-    for (const [resource, watch] of [
-      ['services', this.services],
-      ['nodes', this.nodes],
-    ] as const) {
+    for (const [resource, watch] of this.watches) {
       if (watch.consecutiveFailures >= this.unhealthyAfterWatchFailures) {
         return `the ${resource} list or watch has failed ${watch.consecutiveFailures} times in a row`;
       }
@@ -192,6 +261,11 @@ export class Forwarder {
     this.publisher.start();
     this.services.start();
     this.nodes.start();
+    // The slices once the Services are listed: each slice of a Service in ip mode then has its
+    // fingerprint from the first list on, and the two lists never stream at once (memory).
+    void this.services.listed.then(() => {
+      if (!this.stopping) this.slices.start();
+    });
     void this.heartbeat();
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.heartbeatMs);
   }
@@ -217,7 +291,8 @@ export class Forwarder {
   /** Graceful stop (SIGTERM): stop watching, then deliver what is pending. Returns what was left. */
   async stop(flushTimeoutMs = 20_000): Promise<number> {
     clearInterval(this.heartbeatTimer);
-    await Promise.all([this.services.stop(), this.nodes.stop()]);
+    this.stopping = true;
+    await Promise.all(this.watches.map(([, watch]) => watch.stop()));
     this.http.close();
     const left = await this.publisher.stop(flushTimeoutMs);
     await new Promise<void>((resolve) =>
@@ -226,7 +301,7 @@ export class Forwarder {
     return left;
   }
 
-  /** `/healthz`, `/readyz` (both initial lists done) and `/metrics` (Prometheus text). */
+  /** `/healthz`, `/readyz` (every initial list done) and `/metrics` (Prometheus text). */
   listen(port: number, host = '0.0.0.0'): Promise<number> {
     this.server = createServer((req, res) => {
       if (req.url === '/healthz') {
@@ -262,10 +337,17 @@ export class Forwarder {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
       for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
     };
-    metric('forwarder_events_seen_total', 'counter', 'Watch events received.', [
-      ['{resource="services"}', this.services.eventsSeen],
-      ['{resource="nodes"}', this.nodes.eventsSeen],
-    ]);
+    const perResource = (value: (watch: Forwarder['watches'][number][1]) => number) =>
+      this.watches.map(([resource, watch]): [string, number] => [
+        `{resource="${resource}"}`,
+        value(watch),
+      ]);
+    metric(
+      'forwarder_events_seen_total',
+      'counter',
+      'Watch events received.',
+      perResource((w) => w.eventsSeen),
+    );
     metric('forwarder_messages_forwarded_total', 'counter', 'Messages the work queue accepted.', [
       ['', this.publisher.metrics.forwarded],
     ]);
@@ -287,23 +369,24 @@ export class Forwarder {
     metric('forwarder_buffer_depth', 'gauge', 'Keys waiting to be sent.', [
       ['', this.publisher.depth],
     ]);
-    metric('forwarder_watch_restarts_total', 'counter', 'Watch restarts after errors.', [
-      ['{resource="services"}', this.services.restarts],
-      ['{resource="nodes"}', this.nodes.restarts],
-    ]);
+    metric(
+      'forwarder_watch_restarts_total',
+      'counter',
+      'Watch restarts after errors.',
+      perResource((w) => w.restarts),
+    );
     metric(
       'forwarder_watch_consecutive_failures',
       'gauge',
       'Failed lists or watches in a row (0 once a list completes or a watch opens).',
-      [
-        ['{resource="services"}', this.services.consecutiveFailures],
-        ['{resource="nodes"}', this.nodes.consecutiveFailures],
-      ],
+      perResource((w) => w.consecutiveFailures),
     );
-    metric('forwarder_objects_known', 'gauge', 'Objects whose fingerprint is held.', [
-      ['{resource="services"}', this.services.size],
-      ['{resource="nodes"}', this.nodes.size],
-    ]);
+    metric(
+      'forwarder_objects_known',
+      'gauge',
+      'Objects whose fingerprint is held (EndpointSlices: of Services in ip mode only).',
+      perResource((w) => w.size),
+    );
     return `${lines.join('\n')}\n`;
   }
 }

@@ -24,7 +24,10 @@ export interface PublisherOptions {
 
 /**
  * A bounded buffer of work messages keyed by what they are about: a Service key already pending
- * is not sent twice, and node triggers coalesce into one. A loop sends batches of 10; a batch SQS
+ * is not sent twice, and node triggers coalesce into one. A pending `service` message for a key
+ * also stands for its `targets` message: the full sync it asks for reads the EndpointSlices too
+ * (a full sync covers the other passes, runtime/key-passes.ts), and it reads them after it is
+ * sent, so after any slice change seen while it was pending. A loop sends batches of 10; a batch SQS
  * does not take stays pending and is retried with capped, jittered backoff (at-least-once). When
  * the buffer is full, `enqueue` waits, which slows the watch rather than dropping work.
  *
@@ -64,12 +67,9 @@ export class Publisher {
   }
 
   async enqueue(message: WorkMessage): Promise<void> {
-    const id =
-      message.kind === 'node' || message.kind === 'heartbeat'
-        ? message.kind
-        : message.kind === 'event'
-          ? `event:${message.id}`
-          : `${message.kind}:${message.key}`;
+    const id = idOf(message);
+    if (message.kind === 'targets' && this.pending.has(`service:${message.key}`)) return;
+    if (message.kind === 'service') this.drop(`targets:${message.key}`);
     // A heartbeat never waits for room: a full buffer is what it must report.
     while (
       message.kind !== 'heartbeat' &&
@@ -117,8 +117,15 @@ export class Publisher {
   }
 
   private sent(id: string, message: WorkMessage): void {
-    // A newer message for the same id arrived meanwhile: keep that one.
+    // A newer message for the same id arrived meanwhile (or it was dropped): keep that one.
     if (this.pending.get(id) !== message) return;
+    this.drop(id);
+  }
+
+  /** Removes a pending message (one in flight is then not retried if its send fails). */
+  private drop(id: string): void {
+    const message = this.pending.get(id);
+    if (message === undefined) return;
     this.pending.delete(id);
     const group = messageGroupOf(message);
     const ids = this.groups.get(group);
@@ -176,5 +183,18 @@ export class Publisher {
         await this.options.sleep(ceiling / 2 + Math.random() * (ceiling / 2));
       }
     }
+  }
+}
+
+/** What a message is about: one pending message per id. */
+function idOf(message: WorkMessage): string {
+  switch (message.kind) {
+    case 'node':
+    case 'heartbeat':
+      return message.kind;
+    case 'event':
+      return `event:${message.id}`;
+    default:
+      return `${message.kind}:${message.key}`;
   }
 }

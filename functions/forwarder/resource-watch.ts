@@ -27,6 +27,15 @@ export async function listPage<T>(
   return { items, metadata };
 }
 
+/** Where a ResourceWatch keeps its fingerprints: a Map, unless the caller needs an index of its own. */
+export interface FingerprintStore<F> {
+  readonly size: number;
+  get(key: string): F | undefined;
+  set(key: string, fingerprint: F): void;
+  delete(key: string): void;
+  keys(): IterableIterator<string>;
+}
+
 export interface ResourceWatchOptions<T, F> {
   readonly http: KubeApiClient;
   /** Watch path, e.g. `/api/v1/services`. */
@@ -41,9 +50,18 @@ export interface ResourceWatchOptions<T, F> {
     onItem: (object: T) => Promise<void>,
   ) => Promise<ListPageMetadata>;
   readonly keyOf: (object: T) => string;
-  readonly fingerprint: (object: T) => F;
-  /** Called for every change in order (add: old undefined; delete: current undefined); may wait (back-pressure). */
+  /**
+   * What is kept of the object; undefined keeps nothing (objects that can never be work, such as
+   * the slices of Services not in ip mode), and one kept before is then reported as deleted.
+   */
+  readonly fingerprint: (object: T) => F | undefined;
+  /**
+   * Called for every change of a kept object in order (add: old undefined; delete: current
+   * undefined); may wait (back-pressure). Objects never kept are not reported.
+   */
   readonly onChange: (key: string, old: F | undefined, current: F | undefined) => Promise<void>;
+  /** Where fingerprints are kept; a Map by default. */
+  readonly store?: FingerprintStore<F>;
   readonly sleep: (ms: number) => Promise<void>;
   readonly onRestart?: (error: unknown) => void;
   readonly pageSize?: number;
@@ -63,7 +81,7 @@ interface WatchObject {
  * stops on errors and caches whole objects, it never gives up and stays small.
  */
 export class ResourceWatch<T extends WatchObject, F> {
-  private readonly known = new Map<string, F>();
+  private readonly known: FingerprintStore<F>;
   private resourceVersion = '';
   private running = false;
   private abort: AbortController | undefined;
@@ -79,11 +97,22 @@ export class ResourceWatch<T extends WatchObject, F> {
    */
   consecutiveFailures = 0;
   eventsSeen = 0;
+  private markListed: () => void = () => undefined;
+  /** Settles when the first list has completed (never, if it is stopped before). */
+  readonly listed = new Promise<void>((resolve) => (this.markListed = resolve));
 
-  constructor(private readonly options: ResourceWatchOptions<T, F>) {}
+  constructor(private readonly options: ResourceWatchOptions<T, F>) {
+    this.known = options.store ?? new Map<string, F>();
+  }
 
+  /** Objects whose fingerprint is kept. */
   get size(): number {
     return this.known.size;
+  }
+
+  /** The latest fingerprint seen for the key: updated as each event arrives, before `onChange`. */
+  get(key: string): F | undefined {
+    return this.known.get(key);
   }
 
   start(): void {
@@ -139,21 +168,25 @@ export class ResourceWatch<T extends WatchObject, F> {
           const key = this.options.keyOf(object);
           const current = this.options.fingerprint(object);
           const old = this.known.get(key);
-          seen.add(key);
-          this.known.set(key, current);
-          await this.options.onChange(key, old, current);
+          this.keep(key, current);
+          if (current !== undefined) seen.add(key);
+          if (old !== undefined || current !== undefined)
+            await this.options.onChange(key, old, current);
         },
       );
       resourceVersion = page.resourceVersion ?? resourceVersion;
       token = page._continue || undefined;
     } while (token !== undefined);
-    for (const [key, old] of [...this.known]) {
-      if (seen.has(key)) continue;
+    for (const key of [...this.known.keys()]) {
+      const old = this.known.get(key);
+      // Seen, or dropped meanwhile by the store's owner (a Service left ip mode).
+      if (seen.has(key) || old === undefined) continue;
       this.known.delete(key);
       await this.options.onChange(key, old, undefined);
     }
     this.resourceVersion = resourceVersion;
     this.ready = true;
+    this.markListed();
     this.consecutiveFailures = 0;
   }
 
@@ -191,6 +224,11 @@ export class ResourceWatch<T extends WatchObject, F> {
     await this.chain;
   }
 
+  private keep(key: string, fingerprint: F | undefined): void {
+    if (fingerprint === undefined) this.known.delete(key);
+    else this.known.set(key, fingerprint);
+  }
+
   private handle(type: string, object: T): void {
     this.eventsSeen++;
     if (type === 'ERROR') {
@@ -204,11 +242,13 @@ export class ResourceWatch<T extends WatchObject, F> {
       if (type === 'DELETED') {
         this.known.delete(key);
         const last = old ?? this.options.fingerprint(object);
-        this.chain = this.chain.then(() => this.options.onChange(key, last, undefined));
+        if (last !== undefined)
+          this.chain = this.chain.then(() => this.options.onChange(key, last, undefined));
       } else {
         const current = this.options.fingerprint(object);
-        this.known.set(key, current);
-        this.chain = this.chain.then(() => this.options.onChange(key, old, current));
+        this.keep(key, current);
+        if (old !== undefined || current !== undefined)
+          this.chain = this.chain.then(() => this.options.onChange(key, old, current));
       }
     }
     const version = object.metadata?.resourceVersion;

@@ -130,7 +130,7 @@ describe('forwarder manifests (infra/k8s)', () => {
     ).not.toThrow();
   });
 
-  it('grants only list and watch on services and nodes', () => {
+  it('grants only list and watch on services, nodes and endpointslices', () => {
     const [role] = manifests('infra/k8s/rbac.yaml').filter(
       (m) => m.kind === 'ClusterRole',
     ) as unknown as {
@@ -138,6 +138,7 @@ describe('forwarder manifests (infra/k8s)', () => {
     }[];
     expect(role?.rules).toEqual([
       { apiGroups: [''], resources: ['services', 'nodes'], verbs: ['list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
     ]);
   });
 

@@ -28,6 +28,20 @@ describe('the project RBAC the fake API server enforces (infra/k8s)', () => {
   it('binds each component to its own role and nothing more', () => {
     expect(allowed('forwarder', 'GET', '/api/v1/services?watch=true')).toBe(true);
     expect(allowed('forwarder', 'PATCH', '/api/v1/namespaces/default/services/web')).toBe(false);
+    // The pod targets of ip-mode Services: the forwarder watches every slice, the functions only
+    // list a Service's.
+    const slices = '/apis/discovery.k8s.io/v1/endpointslices';
+    expect(
+      allowed('forwarder', 'GET', `${slices}?labelSelector=kubernetes.io%2Fservice-name`),
+    ).toBe(true);
+    expect(allowed('forwarder', 'GET', `${slices}?watch=true`)).toBe(true);
+    expect(
+      allowed('forwarder', 'GET', '/apis/discovery.k8s.io/v1/namespaces/a/endpointslices/s'),
+    ).toBe(false);
+    expect(
+      allowed('forwarder', 'DELETE', '/apis/discovery.k8s.io/v1/namespaces/a/endpointslices/s'),
+    ).toBe(false);
+    expect(allowed('functions', 'GET', `${slices}?watch=true`)).toBe(false);
     expect(allowed('functions', 'PATCH', '/api/v1/namespaces/default/services/web/status')).toBe(
       true,
     );

@@ -20,20 +20,20 @@ const rbac = loadProjectRbac();
 
 let kube: FakeKubeApiServer;
 let forwarder: Forwarder | undefined;
-/** While set, the forwarder may neither list nor watch Services, as after its binding is deleted. */
-let servicesRevoked = false;
+/** While set, the forwarder may neither list nor watch that resource, as after a rule is lost. */
+let revoked: 'services' | 'endpointslices' | undefined;
 const heartbeats: Heartbeat[] = [];
 const forwarded: string[] = [];
 
 const authorizer: Authorizer = {
   authorize: (user, request) =>
-    servicesRevoked &&
+    revoked !== undefined &&
     user.name === rbac.forwarder.name &&
     request.isResourceRequest &&
-    request.resource === 'services'
+    request.resource === revoked
       ? {
           allowed: false,
-          message: `services is forbidden: User "${user.name}" cannot ${request.verb} resource "services"`,
+          message: `${revoked} is forbidden: User "${user.name}" cannot ${request.verb} resource "${revoked}"`,
         }
       : rbac.authorizer.authorize(user, request),
 };
@@ -71,7 +71,7 @@ function startForwarder(options: { unhealthyAfterWatchFailures?: number } = {}) 
 }
 
 beforeEach(async () => {
-  servicesRevoked = false;
+  revoked = undefined;
   heartbeats.length = 0;
   forwarded.length = 0;
   kube = await FakeKubeApiServer.start({ rbac: authorizer });
@@ -87,18 +87,20 @@ afterEach(async () => {
 
 describe('a forwarder whose watch is refused', () => {
   it('says so in its heartbeats: the failed lists and watches once each, the failing watch at every one', async () => {
-    servicesRevoked = true;
+    revoked = 'services';
     const running = startForwarder();
     await vi.waitFor(() => expect(running.services.restarts).toBeGreaterThanOrEqual(3));
     await vi.waitFor(() =>
       expect(heartbeats.filter((h) => (h.failingWatches ?? 0) > 0).length).toBeGreaterThan(2),
     );
-    // Nodes are still seen; Services are not, and the heartbeat goes on all the same.
+    // Nodes are still seen; Services are not, nor EndpointSlices (listed once the Services are),
+    // and the heartbeat goes on all the same.
     expect(running.nodes.consecutiveFailures).toBe(0);
-    expect(heartbeats.at(-1)?.failingWatches).toBe(1);
+    expect(running.slices.ready).toBe(false);
+    expect(heartbeats.at(-1)?.failingWatches).toBe(2);
     expect(kube.denials.every((d) => d.request.verb === 'list')).toBe(true);
 
-    servicesRevoked = false;
+    revoked = undefined;
     await vi.waitFor(() => expect(running.ready).toBe(true));
     const recoveredAt = heartbeats.length;
     await vi.waitFor(() => expect(heartbeats.length).toBeGreaterThan(recoveredAt + 2));
@@ -107,7 +109,7 @@ describe('a forwarder whose watch is refused', () => {
     );
     // Every failure is reported, by one heartbeat only.
     const reported = heartbeats.reduce((sum, h) => sum + (h.watchFailures ?? 0), 0);
-    expect(reported).toBe(running.services.restarts + running.nodes.restarts);
+    expect(reported).toBe(running.watchFailures);
     expect(reported).toBeGreaterThanOrEqual(3);
     // And the Services it missed are forwarded once it lists them.
     await kube
@@ -122,7 +124,7 @@ describe('a forwarder whose watch is refused', () => {
   });
 
   it('fails /healthz after unhealthyAfterWatchFailures failures in a row, and recovers once it lists again', async () => {
-    servicesRevoked = true;
+    revoked = 'services';
     gated = true;
     const running = startForwarder({ unhealthyAfterWatchFailures: 5 });
     const port = await running.listen(0, '127.0.0.1');
@@ -142,7 +144,7 @@ describe('a forwarder whose watch is refused', () => {
     expect(metrics).toContain('forwarder_watch_consecutive_failures{resource="services"} 5');
     expect(metrics).toContain('forwarder_watch_consecutive_failures{resource="nodes"} 0');
 
-    servicesRevoked = false;
+    revoked = undefined;
     gated = false;
     step();
     await vi.waitFor(async () => expect(await health()).toBe('200 ok'));
@@ -154,15 +156,47 @@ describe('a forwarder whose watch is refused', () => {
   it('a watch that ends or breaks and opens again is not failing', async () => {
     const running = startForwarder({ unhealthyAfterWatchFailures: 1 });
     await vi.waitFor(() => expect(running.ready).toBe(true));
-    await vi.waitFor(() => expect(kube.openWatches).toBe(2));
+    await vi.waitFor(() => expect(kube.openWatches).toBe(3));
     const port = await running.listen(0, '127.0.0.1');
     for (let i = 1; i <= 3; i++) {
       kube.resetWatches();
       await vi.waitFor(() => expect(running.services.restarts).toBe(i));
-      await vi.waitFor(() => expect(kube.openWatches).toBe(2));
+      await vi.waitFor(() => expect(kube.openWatches).toBe(3));
       await vi.waitFor(() => expect(running.failingWatches).toBe(0));
     }
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     expect(running.failingWatches).toBe(0);
+  });
+
+  it('counts a refused EndpointSlice watch as it counts the others: heartbeats, /healthz, /readyz', async () => {
+    revoked = 'endpointslices';
+    const running = startForwarder({ unhealthyAfterWatchFailures: 3 });
+    const port = await running.listen(0, '127.0.0.1');
+    const get = async (path: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`);
+      return `${response.status} ${(await response.text()).trim()}`;
+    };
+    await vi.waitFor(() => expect(running.slices.consecutiveFailures).toBeGreaterThanOrEqual(3));
+    await vi.waitFor(() => expect(heartbeats.at(-1)?.failingWatches).toBe(1));
+    expect(running.services.consecutiveFailures).toBe(0);
+    expect(await get('/healthz')).toMatch(
+      /^503 the endpointslices list or watch has failed \d+ times in a row$/,
+    );
+    expect(await get('/readyz')).toBe('503 listing');
+    const metrics = await get('/metrics');
+    expect(metrics).toMatch(
+      /forwarder_watch_consecutive_failures\{resource="endpointslices"\} [1-9]/,
+    );
+    expect(
+      kube.denials.every(
+        (d) => d.request.isResourceRequest && d.request.resource === 'endpointslices',
+      ),
+    ).toBe(true);
+
+    revoked = undefined;
+    await vi.waitFor(async () => expect(await get('/healthz')).toBe('200 ok'));
+    await vi.waitFor(() => expect(running.ready).toBe(true));
+    await vi.waitFor(() => expect(heartbeats.at(-1)?.failingWatches).toBe(0));
+    kube.denials.length = 0;
   });
 });

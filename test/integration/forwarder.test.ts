@@ -249,12 +249,10 @@ describe('forwarder', () => {
 
   it('restarts a watch that fails with an error and keeps forwarding', async () => {
     await startForwarder();
-    // Ready means listed; on a loaded machine the two watches may not be open yet to be broken.
-    await vi.waitFor(() => expect(kube.openWatches).toBe(2));
+    // Ready means listed; on a loaded machine the three watches may not be open yet to be broken.
+    await vi.waitFor(() => expect(kube.openWatches).toBe(3));
     kube.resetWatches();
-    await vi.waitFor(() =>
-      expect(forwarder.services.restarts + forwarder.nodes.restarts).toBeGreaterThan(0),
-    );
+    await vi.waitFor(() => expect(forwarder.watchFailures).toBeGreaterThan(0));
     await api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
     await vi.waitFor(async () => expect(await settle()).toEqual(['service default/web']), {
       timeout: 5000,
@@ -386,6 +384,26 @@ describe('forwarder', () => {
     expect(kube.store.get('services', 'default', 'web').metadata.labels).toBeUndefined();
     // That refusal was the point; afterEach fails on any other.
     kube.denials.length = 0;
+  });
+
+  it('lists and watches Services, Nodes and EndpointSlices as its ClusterRole allows', async () => {
+    await startForwarder();
+    await vi.waitFor(() => expect(kube.openWatches).toBe(3));
+    // A watch is recorded when it ends.
+    kube.dropWatches();
+    const asForwarder = (path: string) =>
+      kube.requests
+        .filter((r) => r.path === path && r.user === rbac.forwarder.name && r.status === 200)
+        .map((r) => (r.query.get('watch') === 'true' ? 'watch' : 'list'));
+    for (const path of [
+      '/api/v1/services',
+      '/api/v1/nodes',
+      '/apis/discovery.k8s.io/v1/endpointslices',
+    ])
+      await vi.waitFor(() =>
+        expect(new Set(asForwarder(path))).toEqual(new Set(['list', 'watch'])),
+      );
+    // afterEach: and nothing refused.
   });
 
   it('lists in pages, following the continue token to the last page', async () => {

@@ -18,6 +18,10 @@ import {
   nodeFingerprint,
   serviceFingerprint,
 } from '../../../functions/forwarder/fingerprints';
+import {
+  loadBalancerTypeAnnotation,
+  nlbTargetTypeAnnotation,
+} from '../../../functions/forwarder/endpoint-slices';
 import { makeNode, makeService } from '../../../kit/core-objects';
 
 const claims: readonly ClaimPolicy[] = [
@@ -46,6 +50,12 @@ const services: readonly Service[] = [
   makeService({ spec: { type: 'LoadBalancer', externalTrafficPolicy: 'Local' } }),
   makeService({ spec: { type: 'ClusterIP', externalTrafficPolicy: 'Local' } }),
   makeService({ hostname: 'status-only.example.com' }),
+  // Pod targets: the fingerprint keeps them beside the digest, which must not change any answer.
+  makeService({ annotations: { [nlbTargetTypeAnnotation]: 'ip' } }),
+  makeService({ annotations: { [nlbTargetTypeAnnotation]: 'ip', a: '1' } }),
+  makeService({ annotations: { [nlbTargetTypeAnnotation]: 'instance' } }),
+  makeService({ annotations: { [loadBalancerTypeAnnotation]: 'nlb-ip' } }),
+  makeService({ type: 'ClusterIP', annotations: { [nlbTargetTypeAnnotation]: 'ip' } }),
   // Spec changes the filters compare, each beside the variants they must treat as equal or not.
   ...specVariants(),
 ];
