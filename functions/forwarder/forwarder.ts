@@ -158,7 +158,10 @@ export class Forwarder {
             ? {
                 v: 1,
                 kind: 'node',
-                reason: `node ${key} ${current === undefined ? 'deleted' : old === undefined ? 'added' : 'changed'}`,
+                reason: nodeChangeReason(
+                  key,
+                  current === undefined ? 'deleted' : old === undefined ? 'added' : 'changed',
+                ),
               }
             : undefined,
         ),
@@ -389,4 +392,13 @@ export class Forwarder {
     );
     return `${lines.join('\n')}\n`;
   }
+}
+
+/**
+ * A node message's reason, within the 200 characters the message schema allows: a node's name may
+ * have 253, and a message over the limit would be dead-lettered with the node change it carries.
+ */
+export function nodeChangeReason(name: string, change: 'added' | 'deleted' | 'changed'): string {
+  const shown = name.length > 160 ? `${name.slice(0, 160)}…` : name;
+  return `node ${shown} ${change}`;
 }

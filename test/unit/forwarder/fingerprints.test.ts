@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { parseWorkMessage } from '../../../functions/contract/work-messages';
+import { nodeChangeReason } from '../../../functions/forwarder/forwarder';
 import { classFinalizer, upstreamFinalizer, type ClaimPolicy } from '../../../functions/core/claim';
 import {
   nodeChangeAffectsHosts,
@@ -248,5 +250,15 @@ describe('forwarder fingerprints', () => {
       [labelsDigestKey]: expect.stringMatching(/^[\w-]{22}$/) as unknown,
     });
     expect(fingerprint.status?.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
+  });
+});
+
+describe('node message reasons', () => {
+  it('stay within the message schema for the longest node name Kubernetes allows', () => {
+    const name = `${'n'.repeat(61)}.${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}`;
+    expect(name).toHaveLength(253);
+    const message = { v: 1, kind: 'node', reason: nodeChangeReason(name, 'changed') };
+    expect(parseWorkMessage(JSON.stringify(message)).ok).toBe(true);
+    expect(nodeChangeReason('node-a', 'added')).toBe('node node-a added');
   });
 });
