@@ -133,7 +133,10 @@ async function runPasses(
           ? await syncHosts(key, deps, { readTargets: unverified })
           : mode === 'targets'
             ? await syncTargets(key, deps, { readTargets: unverified })
-            : await syncService(key, deps, { ignoreCheckpoint: checksAws });
+            : await syncService(key, deps, {
+                ignoreCheckpoint: checksAws,
+                finishing: mode !== 'resync' && unverified,
+              });
       // A full sync that completed (or reported a spec it cannot serve, which clears the
       // checkpoint) vouches for the record; a pass that failed may have left AWS half-changed.
       if (

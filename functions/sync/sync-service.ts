@@ -49,6 +49,12 @@ import {
 export interface SyncServiceOptions {
   /** Run Ensure even on a checkpoint hit: the sweep's drift repair and forced resyncs. */
   readonly ignoreCheckpoint?: boolean;
+  /**
+   * The pass after one that failed or died (an unverified lease): what its Ensure changes is most
+   * likely that pass's unfinished work (half the targets of a rolling update), not someone's
+   * drift, so it is said as an Ensure (Normal) rather than as a repair (Warning).
+   */
+  readonly finishing?: boolean;
 }
 
 export async function syncService(
@@ -276,7 +282,8 @@ async function ensureBranch(
   try {
     validateLoadBalancerService(service, targets.slices === undefined ? 'nodes' : 'pods');
     if (record?.checkpoint === checkpoint) {
-      if (options.ignoreCheckpoint) return await checkDrift(service, record, targets, deps);
+      if (options.ignoreCheckpoint)
+        return await checkDrift(service, record, targets, deps, options.finishing === true);
       const outcome = await keepInSync(service, record, targets, deps);
       if (outcome !== 'ensure') return outcome;
       const current = (await deps.state.getService(key)) ?? record;
@@ -323,6 +330,7 @@ async function checkDrift(
   record: ServiceRecord,
   targets: Targets,
   deps: SyncDependencies,
+  finishing: boolean,
 ): Promise<SyncOutcome> {
   const { hosts, slices } = targets;
   const targetsHash = slices && endpointsDigest(slices);
@@ -385,7 +393,10 @@ async function checkDrift(
         )
       : done;
   }
-  await deps.events.record(ref, events.repaired([...repairs, ...result.changes]));
+  await deps.events.record(
+    ref,
+    finishing ? events.ensured : events.repaired([...repairs, ...result.changes]),
+  );
   return await completeEnsure(service, record, pending, result, targets, record.checkpoint, deps);
 }
 

@@ -18,7 +18,37 @@ import { inventory } from './support/inventory';
 import { recordPending, recordScenario } from './support/summary';
 import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
 
-type Phase = 'create' | 'update' | 'delete';
+type Phase = 'create' | 'update' | 'delete' | 'pods rolling update';
+
+const ipMode = { 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip' };
+/** The pods after the rolling update: 10.0.1.5 terminating, 10.0.1.6 kept, two new ones. */
+const podsAfter = ['10.0.1.6', '10.0.1.7', '10.0.1.8'];
+
+function podSlice(ready: readonly string[], terminating: readonly string[] = []) {
+  const endpoint = (ip: string, serving: boolean) => ({
+    addresses: [ip],
+    conditions: { ready: serving, serving, terminating: !serving },
+    targetRef: { kind: 'Pod', name: `web-${ip.split('.').pop() ?? ''}` },
+  });
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: 'web-abcde',
+      namespace: 'default',
+      labels: { 'kubernetes.io/service-name': 'web' },
+    },
+    addressType: 'IPv4',
+    ports: [
+      { name: 'http', port: 8080, protocol: 'TCP' },
+      { name: 'https', port: 8443, protocol: 'TCP' },
+    ],
+    endpoints: [
+      ...terminating.map((ip) => endpoint(ip, false)),
+      ...ready.map((ip) => endpoint(ip, true)),
+    ],
+  };
+}
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const key = 'default/web';
@@ -37,6 +67,22 @@ async function startOf(phase: Phase): Promise<RuntimeWorld> {
   });
   if (phase === 'create') {
     await createLoadBalancerServices(world, ['web']);
+    return world;
+  }
+  if (phase === 'pods rolling update') {
+    world.kube.store.create('endpointslices', 'default', podSlice(['10.0.1.5', '10.0.1.6']));
+    await createLoadBalancerServices(world, ['web'], (s) => ({
+      ...s,
+      metadata: { ...s.metadata, annotations: ipMode },
+    }));
+    await world.drain();
+    world.kube.store.update(
+      'endpointslices',
+      'default',
+      'web-abcde',
+      podSlice(podsAfter, ['10.0.1.5']),
+    );
+    await world.send({ v: 1, kind: 'targets', key });
     return world;
   }
   await createLoadBalancerServices(world, ['web']);
@@ -144,9 +190,14 @@ async function killAndRestart(phase: Phase, k: number): Promise<Run> {
       if ((await world.runtime.store.getService(key)) !== undefined)
         problems.push('the state record is still there');
     } else {
-      const end = await endStateProblems(world, {
-        web: phase === 'create' ? [80, 443] : [80, 8443],
-      });
+      const end =
+        phase === 'pods rolling update'
+          ? await endStateProblems(world, { web: [80, 443] }, (port) =>
+              podsAfter.map((ip) => `${ip}:${port}`),
+            )
+          : await endStateProblems(world, {
+              web: phase === 'create' ? [80, 443] : [80, 8443],
+            });
       problems.push(...end.problems);
       leaked = end.leaked;
     }
@@ -163,7 +214,7 @@ async function killAndRestart(phase: Phase, k: number): Promise<Run> {
   }
 }
 
-it.each<Phase>(['create', 'update', 'delete'])(
+it.each<Phase>(['create', 'update', 'delete', 'pods rolling update'])(
   'killed at every AWS call, restarted: %s converges within leaseSeconds + 30 s with nothing leaked or lost',
   async (phase) => {
     const scenario = `killed at every AWS call, restarted: ${phase}` as const;

@@ -48,6 +48,7 @@ export const scenarioNames = [
   'killed at every AWS call, restarted: create',
   'killed at every AWS call, restarted: update',
   'killed at every AWS call, restarted: delete',
+  'killed at every AWS call, restarted: pods rolling update',
   'half-done host updates and takeovers',
   'adversarial: huge Services in one namespace',
   'adversarial: one namespace hogs the registration budget',

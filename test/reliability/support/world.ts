@@ -37,16 +37,22 @@ export async function createLoadBalancerServices(
  * What is wrong with each Service's NLB, against the account itself: one NLB per live Service
  * with a listener per port, each on a target group holding every node; nothing else in the
  * account. `ports` maps a Service name to its ports; Services not named must have nothing.
+ * `targets` is the node instances every group must hold, or, for pod targets, what the group on
+ * a target-group port must hold (`ip:port`).
  */
 export async function endStateProblems(
   world: RuntimeWorld,
   ports: Readonly<Record<string, readonly number[]>>,
-  nodeInstanceIds: readonly string[] = world.aws.hosts.map((h) => h.instanceId),
+  targets:
+    readonly string[] | ((targetGroupPort: number) => readonly string[]) = world.aws.hosts.map(
+    (h) => h.instanceId,
+  ),
 ): Promise<{ problems: string[]; converged: number; leaked: number }> {
   const found = await inventory(world.aws);
   const problems: string[] = [];
   let converged = 0;
-  const instances = [...nodeInstanceIds].sort();
+  const wantedTargets = (port: number) =>
+    [...(typeof targets === 'function' ? targets(port) : targets)].sort();
   const owned = new Set<string>();
   for (const [name, wanted] of Object.entries(ports)) {
     const record = await world.runtime.store.getService(`default/${name}`);
@@ -62,7 +68,7 @@ export async function endStateProblems(
     if (JSON.stringify(listenerPorts) !== JSON.stringify([...wanted].sort()))
       mine.push(`listeners on ${listenerPorts.join(',')}`);
     for (const tg of found.targetGroups.filter((t) => groups.some((g) => g.arn === t.name))) {
-      if (JSON.stringify(tg.targets) !== JSON.stringify(instances))
+      if (JSON.stringify(tg.targets) !== JSON.stringify(wantedTargets(tg.port)))
         mine.push(`targets ${tg.targets.join(',')}`);
     }
     if (record?.checkpoint === undefined) mine.push('no checkpoint');

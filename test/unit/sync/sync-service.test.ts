@@ -202,6 +202,19 @@ describe('syncService: checkpoint', () => {
     expect(w.provider.balancers.get('uid-1')?.hosts).toHaveLength(2);
   });
 
+  it('the pass after one that died finishes its work as an Ensure (Normal), not as drift (Warning)', async () => {
+    const w = world();
+    await syncService(key, w.deps);
+    // Half the targets a dead pass meant to change.
+    w.provider.balancers.get('uid-1')!.hosts = [];
+    w.events.events.length = 0;
+    expect(await syncService(key, w.deps, { ignoreCheckpoint: true, finishing: true })).toEqual({
+      kind: 'done',
+    });
+    expect(w.events.reasons()).toEqual(['Normal EnsuredLoadBalancer']);
+    expect(w.provider.balancers.get('uid-1')?.hosts).toHaveLength(2);
+  });
+
   it('a drift check repairs a finalizer removed by hand and says so', async () => {
     const w = world();
     await syncService(key, w.deps);
