@@ -86,6 +86,7 @@ export function serviceKeyOfSlice(slice: EndpointSliceObject): string | undefine
  */
 export function sliceDigest(slice: EndpointSliceObject): string {
   const projection = sliceProjection({
+    namespace: slice.metadata?.namespace,
     addressType: slice.addressType ?? '',
     ports: slice.ports ?? [],
     endpoints: (slice.endpoints ?? []).map((endpoint) => ({

@@ -68,7 +68,14 @@ export class Publisher {
 
   async enqueue(message: WorkMessage): Promise<void> {
     const id = idOf(message);
-    if (message.kind === 'targets' && this.pending.has(`service:${message.key}`)) return;
+    const pendingService =
+      message.kind === 'targets' ? this.pending.get(`service:${message.key}`) : undefined;
+    if (message.kind === 'targets' && pendingService !== undefined) {
+      // The full sync covers the targets, unless that message is in flight and its sync has read
+      // the slices already: a new copy goes out once more after it (see `sent`).
+      this.pending.set(`service:${message.key}`, { ...pendingService });
+      return;
+    }
     if (message.kind === 'service') this.drop(`targets:${message.key}`);
     // A heartbeat never waits for room: a full buffer is what it must report.
     while (

@@ -11,6 +11,7 @@ import type { DeleteResult, ProviderState } from '../sync/ports';
 import { isAwsError, notFoundKind, resourceKindOf, translateAwsError } from '../aws/aws-errors';
 import { attributesAnnotation, wantsDeletionProtection } from '../core/deletion-protection';
 import { registerBatch } from './execute-target-groups';
+import { targetDescription } from './model/target-ids';
 import { registeredTargetIds } from './observe';
 import { createdWithinWindow, readNlbState, toProviderState, type NlbState } from './nlb-state';
 import { stillInUseRetrySeconds, type ProviderContext } from './provider-context';
@@ -120,11 +121,14 @@ async function drainKeptTargets(
     isAwsError(error, 'TargetGroupNotFound', 'TargetGroupNotFoundException');
   try {
     for (const arn of targetGroupArns) {
+      // Pods are deregistered on the port each was registered with, not the group's.
+      const targetType = recorded.find((tg) => tg.arn === arn)?.targetType ?? 'instance';
       // A group already gone has no targets to route anywhere.
       const ids = await registeredTargetIds(
         ctx.clients.elbv2,
         arn,
         (error) => error as Error,
+        targetType,
       ).catch((error: unknown) => {
         if (gone(error)) return [];
         throw error;
@@ -134,7 +138,7 @@ async function drainKeptTargets(
         await ctx.clients.elbv2.send(
           new DeregisterTargetsCommand({
             TargetGroupArn: arn,
-            Targets: batch.map((Id) => ({ Id })),
+            Targets: batch.map(targetDescription),
           }),
         );
       }

@@ -1,9 +1,9 @@
 import type { EndpointSliceView } from '../core/endpoint-targets';
-import { NotFoundError } from '../core/errors';
+import { NotFoundError, TerminalError } from '../core/errors';
 import type { Service } from '../core/objects';
 import type { ProviderState, UpdateOptions, UpdateResult } from '../sync/ports';
-import { parseAnnotations } from './model/annotations';
-import { buildDesiredLoadBalancer } from './model/desired';
+import { limits, tooManyPods } from './model/desired';
+import { servingPodIds } from './model/pod-targets';
 import { readNlbState, toProviderState } from './nlb-state';
 import type { ProviderContext } from './provider-context';
 import {
@@ -16,11 +16,14 @@ import {
 // brought to the Service's ready endpoints, with nothing read from AWS but their ownership tags.
 
 /**
- * Endpoint changes only. The pods each target group should hold come from the same model an
- * Ensure builds (so the two never disagree on ports, named ports or limits), with the Service's
- * recorded subnets standing in for a lookup: only the targets are used. A port whose pod target
- * group is not recorded (the Service has just switched to pods, or added a port) is a NotFoundError:
- * a full Ensure creates it.
+ * Endpoint changes only, in the pod target groups recorded, each keyed by its listener port.
+ * Like a host update, it works from the Service's ports alone, not from the whole model, so pods
+ * keep being followed while a spec the controller refuses waits to be fixed: a pod that is gone
+ * must not stay a target (its address may be another pod's next). More ready pods than a group
+ * holds: the first ones (by address) are kept, and a TerminalError says so once the rest is done.
+ * A port of the Service that has no pod group recorded (it just switched to pods, or added the
+ * port) is a NotFoundError, after the groups that are recorded were updated: a full Ensure
+ * creates it.
  */
 export async function updateEndpointTargets(
   ctx: ProviderContext,
@@ -30,35 +33,58 @@ export async function updateEndpointTargets(
   options: UpdateOptions,
 ): Promise<UpdateResult> {
   const nlbState = readNlbState(state);
-  const desired = buildDesiredLoadBalancer({
-    service,
-    hosts: [],
-    settings: ctx.settings,
-    options: parseAnnotations(service),
-    subnets: nlbState.subnets?.refs ?? [],
-    endpointSlices: slices,
-    // Only targets are read from this model: the user's groups need no lookup for them.
-    frontendSecurityGroupIds: nlbState.frontendSecurityGroups?.ids ?? [],
-  });
-  const recorded = nlbState.targetGroups ?? {};
-  const wanted: { tg: RecordedTargetGroup; wanted: readonly string[] }[] = [];
-  for (const group of desired.targetGroups) {
-    const tg = recorded[group.key];
-    if (group.targetType !== 'ip' || tg?.targetType !== 'ip') {
-      throw Object.assign(
-        new NotFoundError(`update targets: no pod target group is recorded for port ${group.key}`),
-        { providerState: toProviderState(nlbState) },
-      );
-    }
-    if (options.readTargets === true) delete tg.targets;
-    wanted.push({ tg, wanted: group.targets });
-  }
-  await requireOwnedTargetGroups(
-    ctx,
-    service,
-    nlbState,
-    wanted.map((w) => w.tg),
+  const withState = () => ({ providerState: toProviderState(nlbState) });
+  const recorded = Object.entries(nlbState.targetGroups ?? {}).filter(
+    ([, tg]) => tg.targetType === 'ip',
   );
-  await applyTargetChanges(ctx, nlbState, wanted);
+  const listeners = listenersOf(service);
+  const wanted: { tg: RecordedTargetGroup; wanted: readonly string[] }[] = [];
+  const tooMany: string[] = [];
+  for (const [key, tg] of recorded) {
+    const protocol = listeners.get(Number(key));
+    // A port the spec no longer has: its group goes with the next full Ensure.
+    if (protocol === undefined) continue;
+    const pods = servingPodIds(service, Number(key), protocol, slices);
+    if (pods.length > limits.targetsPerTargetGroup)
+      tooMany.push(tooManyPods(Number(key), pods.length));
+    if (options.readTargets === true) delete tg.targets;
+    wanted.push({ tg, wanted: pods.slice(0, limits.targetsPerTargetGroup) });
+  }
+  const missing = [...listeners.keys()].filter(
+    (port) => !recorded.some(([key]) => key === String(port)),
+  );
+  if (wanted.length > 0) {
+    await requireOwnedTargetGroups(
+      ctx,
+      service,
+      nlbState,
+      wanted.map((w) => w.tg),
+    );
+    await applyTargetChanges(ctx, nlbState, wanted);
+  }
+  if (missing.length > 0) {
+    throw Object.assign(
+      new NotFoundError(
+        `update targets: no pod target group is recorded for port ${missing.join(', ')}`,
+      ),
+      withState(),
+    );
+  }
+  if (tooMany.length > 0) throw Object.assign(new TerminalError(tooMany.join('; ')), withState());
   return { state: toProviderState(nlbState), instances: [] };
+}
+
+/**
+ * The Service's listeners by port, as lb-ports.ts merges them (TCP and UDP on one port are one
+ * TCP_UDP listener), from the ports alone: no other check of the spec.
+ */
+function listenersOf(service: Service): Map<number, 'TCP' | 'UDP' | 'TCP_UDP'> {
+  const listeners = new Map<number, 'TCP' | 'UDP' | 'TCP_UDP'>();
+  for (const port of service.spec?.ports ?? []) {
+    const protocol = port.protocol ?? 'TCP';
+    if (protocol !== 'TCP' && protocol !== 'UDP') continue;
+    const found = listeners.get(port.port);
+    listeners.set(port.port, found === undefined || found === protocol ? protocol : 'TCP_UDP');
+  }
+  return listeners;
 }

@@ -31,6 +31,9 @@ export async function syncHosts(
     );
     if (subject === undefined) return await syncService(key, deps);
     const { service, record } = subject;
+    // Pods are its targets and no node group is left to update (a `hosts` message from before
+    // it switched, say): nodes are none of its business, and nothing is read or said.
+    if (deps.provider.targetsFromEndpoints(service) && record.hostsHash === undefined) return done;
     deps.lifecycle.subject(service);
     const hosts = await hostsForService(deps, service, record.nodeSelector);
     // The record's hash says what the last clean pass registered; with targets to be read from

@@ -25,12 +25,14 @@ export async function syncTargets(
       await deps.state.getService(key),
       deps.claim,
     );
+    const spec = subject && podTargetsCheckpoint(subject.service, deps);
     if (
       subject === undefined ||
       !deps.provider.targetsFromEndpoints(subject.service) ||
       // The spec changed since the last Ensure (or that one did not complete): a full sync,
-      // which reads the slices too, is due anyway.
-      subject.record.checkpoint !== podTargetsCheckpoint(subject.service, deps)
+      // which reads the slices too, is due anyway. Not for a spec already refused (warned),
+      // which that sync would only refuse again: its pods are followed all the same.
+      (subject.record.checkpoint !== spec && subject.record.warned?.spec !== spec)
     ) {
       return await syncService(key, deps);
     }

@@ -305,4 +305,26 @@ describe('ip targets: NLBs that send traffic straight to pods (issue 36)', () =>
     }
     expect(await podTargets()).toEqual(both('10.0.1.5'));
   });
+
+  it('keeps following the pods while a spec it refuses waits to be fixed', async () => {
+    setPods('web', [{ ip: '10.0.1.5' }, { ip: '10.0.1.6' }]);
+    await world.createService('web', ipMode);
+    await world.api.patchNamespacedService(
+      { name: 'web', namespace: 'default', body: { spec: { loadBalancerIP: '10.0.0.99' } } },
+      merge,
+    );
+    await world.send({ v: 1, kind: 'service', key: 'default/web' });
+    await world.drain();
+    const warned = (await world.api.listNamespacedEvent({ namespace: 'default' })).items.filter(
+      (e) => e.type === 'Warning',
+    );
+    expect(warned.map((e) => e.message)).toEqual([
+      expect.stringMatching(/spec.loadBalancerIP is not supported/),
+    ]);
+
+    // A rollout meanwhile: the pod that is gone must not stay a target.
+    setPods('web', [{ ip: '10.0.1.6' }, { ip: '10.0.1.9' }]);
+    await endpointsChanged('web');
+    expect(await podTargets()).toEqual(both('10.0.1.6', '10.0.1.9'));
+  });
 });

@@ -1,7 +1,7 @@
 import { joinProblems, quoted } from '../../core/echo';
 import { InvariantError, TerminalError } from '../../core/errors';
 import type { Host } from '../../core/hosts';
-import { ipTargetsFor, type EndpointSliceView } from '../../core/endpoint-targets';
+import type { EndpointSliceView } from '../../core/endpoint-targets';
 import { loadBalancerPorts, type LoadBalancerPort } from '../../core/lb-ports';
 import type { Service } from '../../core/objects';
 import { awsPrefix, type LoadBalancerOptions } from './annotation-types';
@@ -16,7 +16,7 @@ import {
 import { mergeLoadBalancerAttributes } from './load-balancer-attributes';
 import { loadBalancerName, resourceTags, securityGroupName, targetGroupName } from './naming';
 import { sourceRanges } from './source-ranges';
-import { ipTargetId } from './target-ids';
+import { servingPodIds } from './pod-targets';
 import { awsTagLimits, maxExtraTags, ownTagCount } from './tag-rules';
 import type {
   DesiredListener,
@@ -210,25 +210,19 @@ export function buildDesiredLoadBalancer(input: DesiredInput): DesiredLoadBalanc
   };
 }
 
-/**
- * The pods behind one listener, from the Service's EndpointSlices: those that serve, as `ip:port`.
- * A TCP_UDP listener's pods are those of its TCP port (both share a targetPort, lb-ports.ts).
- */
+/** The pods behind one listener (pod-targets.ts); more than a target group holds is a problem. */
 function podTargets(input: DesiredInput, port: LoadBalancerPort, problems: string[]): string[] {
   const slices = input.endpointSlices;
   if (slices === undefined)
     throw new InvariantError('a Service with ip targets reached the model without its slices');
-  const protocol = port.protocol === 'TCP_UDP' ? 'TCP' : port.protocol;
-  const servicePort = (input.service.spec?.ports ?? []).find(
-    (p) => p.port === port.port && (p.protocol ?? 'TCP') === protocol,
-  );
-  const { serving } = ipTargetsFor({ name: servicePort?.name, protocol }, slices, 'IPv4');
-  if (serving.length > limits.targetsPerTargetGroup) {
-    problems.push(
-      `port ${port.port} has ${serving.length} ready endpoints, more than the ${limits.targetsPerTargetGroup} targets a target group can hold; use instance targets or split the Service`,
-    );
-  }
-  return serving.map(ipTargetId);
+  const pods = servingPodIds(input.service, port.port, port.protocol, slices);
+  if (pods.length > limits.targetsPerTargetGroup) problems.push(tooManyPods(port.port, pods.length));
+  return pods;
+}
+
+/** Why a listener's pods cannot all be targets. */
+export function tooManyPods(port: number, count: number): string {
+  return `port ${port} has ${count} ready endpoints, more than the ${limits.targetsPerTargetGroup} targets a target group can hold; use instance targets or split the Service`;
 }
 
 /**

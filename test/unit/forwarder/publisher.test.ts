@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { WorkMessage } from '../../../functions/contract/work-messages';
 import { Publisher } from '../../../functions/forwarder/publisher';
 
@@ -45,5 +45,29 @@ describe('the publisher', () => {
     // Once the service message is sent, a new slice change is work again.
     await p.enqueue(targets('a/web'));
     expect(p.depth).toBe(1);
+  });
+
+  it('sends a service message again when a slice changes while it is in flight', async () => {
+    const sent: WorkMessage[] = [];
+    let answer: () => void = () => undefined;
+    let first = true;
+    const p = new Publisher(
+      async (messages) => {
+        sent.push(...messages);
+        // The first send is held open: its sync may have read the slices already.
+        if (first) {
+          first = false;
+          await new Promise<void>((resolve) => (answer = resolve));
+        }
+      },
+      { capacity: 100, maxBackoffMs: 10, sleep: () => Promise.resolve() },
+    );
+    await p.enqueue(service('a/web'));
+    p.start();
+    await vi.waitFor(() => expect(sent).toHaveLength(1));
+    await p.enqueue(targets('a/web'));
+    answer();
+    await p.stop(1000);
+    expect(lines(sent)).toEqual(['service a/web', 'service a/web']);
   });
 });

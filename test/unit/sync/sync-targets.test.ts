@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimPolicy } from '../../../functions/core/claim';
 import type { EndpointSliceView } from '../../../functions/core/endpoint-targets';
 import { NotFoundError, RequeueAfterError, RetryableError } from '../../../functions/core/errors';
+import { syncHosts } from '../../../functions/sync/sync-hosts';
 import { syncService } from '../../../functions/sync/sync-service';
 import { syncTargets } from '../../../functions/sync/sync-targets';
 import { makeNode, makeService } from '../../../kit/core-objects';
@@ -120,5 +121,20 @@ describe('syncTargets (issue 36)', () => {
     expect(await syncService(key, w.deps)).toEqual({ kind: 'done' });
     expect(providerCalls(w)).toEqual(['provider.updateEndpointTargets']);
     expect(w.provider.balancers.get('uid-1')?.pods).toEqual(['10.0.1.8:8080']);
+  });
+
+  it('leaves a host update for a Service with pod targets alone: no Node list, no warning, no write', async () => {
+    const w = inMemoryWorld({ claim });
+    w.kube.put(makeService({ annotations: ipMode }));
+    w.kube.endpointSlices.set(key, [slice('10.0.1.5')]);
+    await syncService(key, w.deps);
+    const before = await w.state.getService(key);
+    w.log.clear();
+    w.events.events.length = 0;
+    expect(await syncHosts(key, w.deps)).toEqual({ kind: 'done' });
+    expect(w.log.lines('kube')).not.toContain('kube.listNodes');
+    expect(w.log.lines('provider')).toEqual([]);
+    expect(w.events.events).toEqual([]);
+    expect(await w.state.getService(key)).toEqual(before);
   });
 });
