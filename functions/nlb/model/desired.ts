@@ -216,7 +216,8 @@ function podTargets(input: DesiredInput, port: LoadBalancerPort, problems: strin
   if (slices === undefined)
     throw new InvariantError('a Service with ip targets reached the model without its slices');
   const pods = servingPodIds(input.service, port.port, port.protocol, slices);
-  if (pods.length > limits.targetsPerTargetGroup) problems.push(tooManyPods(port.port, pods.length));
+  if (pods.length > limits.targetsPerTargetGroup)
+    problems.push(tooManyPods(port.port, pods.length));
   return pods;
 }
 
