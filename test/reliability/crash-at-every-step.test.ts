@@ -7,13 +7,13 @@ import type { SyncDependencies } from '../../functions/sync/dependencies';
 import type { SyncOutcome } from '../../functions/sync/outcome';
 import { syncService } from '../../functions/sync/sync-service';
 import { syncTargets } from '../../functions/sync/sync-targets';
-import type { EndpointSliceView } from '../../functions/core/endpoint-targets';
 import { createAwsCluster, type AwsCluster } from '../../kit/aws-cluster';
 import { makeNode, makeService } from '../../kit/core-objects';
 import { inMemoryWorld } from '../../kit/in-memory';
 import { MotoAccount } from '../../kit/moto';
 import { crashingClients } from './support/crash';
 import { inventory, shapeOf, surplus, type Inventory } from './support/inventory';
+import { webPodSlice } from './support/world';
 import { recordPending, recordScenario } from './support/summary';
 import { AwsCallRecorder, type InstrumentableClient } from '../../kit/aws-calls';
 
@@ -54,29 +54,7 @@ const afterGone = ['10.0.1.6', '10.0.1.7'];
 /** Between the pass that dies (or the clean run's pass) and the next one. */
 function changeBetweenPasses(phase: Phase, world: ReturnType<typeof inMemoryWorld>): void {
   if (phase === 'pods rolling update, then a new pod goes')
-    world.kube.endpointSlices.set(key, [podSlice(afterGone, ['10.0.1.5'])]);
-}
-
-function podSlice(
-  ready: readonly string[],
-  terminating: readonly string[] = [],
-): EndpointSliceView {
-  const endpoint = (ip: string, serving: boolean) => ({
-    addresses: [ip],
-    conditions: { ready: serving, serving, terminating: !serving },
-    targetRef: { kind: 'Pod' },
-  });
-  return {
-    addressType: 'IPv4',
-    ports: [
-      { name: 'http', port: 8080, protocol: 'TCP' },
-      { name: 'https', port: 8443, protocol: 'TCP' },
-    ],
-    endpoints: [
-      ...terminating.map((ip) => endpoint(ip, false)),
-      ...ready.map((ip) => endpoint(ip, true)),
-    ],
-  };
+    world.kube.endpointSlices.set(key, [webPodSlice(afterGone, ['10.0.1.5'])]);
 }
 
 /**
@@ -99,10 +77,10 @@ async function startOf(phase: Phase) {
         annotations: { 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip' },
       }),
     );
-    world.kube.endpointSlices.set(key, [podSlice(before)]);
+    world.kube.endpointSlices.set(key, [webPodSlice(before)]);
     if (rolling(phase)) {
       expect((await syncService(key, { ...world.deps, provider: healthy })).kind).toBe('done');
-      world.kube.endpointSlices.set(key, [podSlice(after, ['10.0.1.5'])]);
+      world.kube.endpointSlices.set(key, [webPodSlice(after, ['10.0.1.5'])]);
     }
     return { account, cluster, world, healthy };
   }

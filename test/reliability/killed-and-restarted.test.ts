@@ -16,39 +16,18 @@ import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world'
 import { crashAfterCalls } from './support/crash';
 import { inventory } from './support/inventory';
 import { recordPending, recordScenario } from './support/summary';
-import { createLoadBalancerServices, drainAll, endStateProblems } from './support/world';
+import {
+  createLoadBalancerServices,
+  drainAll,
+  endStateProblems,
+  webPodSlice,
+} from './support/world';
 
 type Phase = 'create' | 'update' | 'delete' | 'pods rolling update';
 
 const ipMode = { 'service.beta.kubernetes.io/aws-load-balancer-nlb-target-type': 'ip' };
 /** The pods after the rolling update: 10.0.1.5 terminating, 10.0.1.6 kept, two new ones. */
 const podsAfter = ['10.0.1.6', '10.0.1.7', '10.0.1.8'];
-
-function podSlice(ready: readonly string[], terminating: readonly string[] = []) {
-  const endpoint = (ip: string, serving: boolean) => ({
-    addresses: [ip],
-    conditions: { ready: serving, serving, terminating: !serving },
-    targetRef: { kind: 'Pod', name: `web-${ip.split('.').pop() ?? ''}` },
-  });
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      name: 'web-abcde',
-      namespace: 'default',
-      labels: { 'kubernetes.io/service-name': 'web' },
-    },
-    addressType: 'IPv4',
-    ports: [
-      { name: 'http', port: 8080, protocol: 'TCP' },
-      { name: 'https', port: 8443, protocol: 'TCP' },
-    ],
-    endpoints: [
-      ...terminating.map((ip) => endpoint(ip, false)),
-      ...ready.map((ip) => endpoint(ip, true)),
-    ],
-  };
-}
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const key = 'default/web';
@@ -70,7 +49,7 @@ async function startOf(phase: Phase): Promise<RuntimeWorld> {
     return world;
   }
   if (phase === 'pods rolling update') {
-    world.kube.store.create('endpointslices', 'default', podSlice(['10.0.1.5', '10.0.1.6']));
+    world.kube.store.create('endpointslices', 'default', webPodSlice(['10.0.1.5', '10.0.1.6']));
     await createLoadBalancerServices(world, ['web'], (s) => ({
       ...s,
       metadata: { ...s.metadata, annotations: ipMode },
@@ -80,7 +59,7 @@ async function startOf(phase: Phase): Promise<RuntimeWorld> {
       'endpointslices',
       'default',
       'web-abcde',
-      podSlice(podsAfter, ['10.0.1.5']),
+      webPodSlice(podsAfter, ['10.0.1.5']),
     );
     await world.send({ v: 1, kind: 'targets', key });
     return world;

@@ -83,3 +83,34 @@ export async function endStateProblems(
   if (leftovers.length > 0) problems.push(`not owned by any live Service: ${leftovers.join(', ')}`);
   return { problems, converged, leaked: leftovers.length };
 }
+
+/**
+ * The EndpointSlice of Service `web`, as the EndpointSlice controller writes it: its ready pods and
+ * its terminating ones on 8080 (http) and 8443 (https). Stored in the fake API server as it is,
+ * and read by the in-memory Kubernetes API as the sync reads it.
+ */
+export function webPodSlice(ready: readonly string[], terminating: readonly string[] = []) {
+  const endpoint = (ip: string, serving: boolean) => ({
+    addresses: [ip],
+    conditions: { ready: serving, serving, terminating: !serving },
+    targetRef: { kind: 'Pod', name: `web-${ip.split('.').pop() ?? ''}` },
+  });
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: 'web-abcde',
+      namespace: 'default',
+      labels: { 'kubernetes.io/service-name': 'web' },
+    },
+    addressType: 'IPv4',
+    ports: [
+      { name: 'http', port: 8080, protocol: 'TCP' },
+      { name: 'https', port: 8443, protocol: 'TCP' },
+    ],
+    endpoints: [
+      ...terminating.map((ip) => endpoint(ip, false)),
+      ...ready.map((ip) => endpoint(ip, true)),
+    ],
+  };
+}
