@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-resource-groups-tagging-api';
 import { callerRoleOption } from '../functions/aws/caller-role';
 import { addRateLimits, type NlbClients } from '../functions/aws/clients';
+import { boundedRetry } from '../functions/aws/bounded-retry';
 import type { ProviderSettings } from '../functions/nlb/model/desired';
 import { ownershipTags } from '../functions/nlb/model/naming';
 import type { Host } from '../functions/core/hosts';
@@ -48,11 +49,12 @@ export async function createAwsCluster(
 ): Promise<AwsCluster> {
   const recorder = new AwsCallRecorder();
   // The provider's clients, built as the functions build theirs; a test's own calls use others.
-  const role = callerRoleOption('functions');
-  const ec2 = recorder.attach(account.client(EC2Client, role));
-  const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client, role));
+  // Each its own retry strategy, as createRuntime gives them (its retry quota is per client).
+  const provider = () => ({ ...callerRoleOption('functions'), ...boundedRetry(3, 'handBack') });
+  const ec2 = recorder.attach(account.client(EC2Client, provider()));
+  const elbv2 = recorder.attach(account.client(ElasticLoadBalancingV2Client, provider()));
   addRateLimits(elbv2);
-  const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient, role));
+  const tagging = recorder.attach(account.client(ResourceGroupsTaggingAPIClient, provider()));
   const testClients = {
     ec2: recorder.attach(account.client(EC2Client)),
     elbv2: recorder.attach(account.client(ElasticLoadBalancingV2Client)),

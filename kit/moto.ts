@@ -1,5 +1,10 @@
 import { randomInt } from 'node:crypto';
-import type { BuildHandler, BuildHandlerArguments, MetadataBearer } from '@smithy/types';
+import type {
+  BuildHandler,
+  BuildHandlerArguments,
+  MetadataBearer,
+  RetryStrategyV2,
+} from '@smithy/types';
 import { inject } from 'vitest';
 import type { InstrumentableClient } from './aws-calls';
 
@@ -10,6 +15,8 @@ export interface MotoClientConfig {
   readonly region: string;
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
   readonly maxAttempts: number;
+  /** The controller's own retry settings (functions/aws/bounded-retry.ts), for its clients. */
+  readonly retryStrategy?: RetryStrategyV2;
   /** Marks a client the test builds for the controller's code (functions/aws/caller-role.ts). */
   readonly userAgentAppId?: string;
 }

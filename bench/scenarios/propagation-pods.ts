@@ -46,6 +46,7 @@ export interface PodTargetsRun {
   readonly throttledAttempts: number;
   /** ELBv2 attempts by operation, over the whole run. */
   readonly elbv2ByOperation: Readonly<Record<string, number>>;
+  readonly throttledByOperation: Readonly<Record<string, number>>;
   /**
    * Passes the runtime ran (the Syncs metric): one targets sync per Service, and one more for each
    * pass the registration budget sent back (`budgetRequeues`). The call counts are whole passes':
@@ -220,6 +221,7 @@ export async function simulatePodTargets(services: number): Promise<PodTargetsRu
     elbv2Attempts: account.stats.attempts,
     throttledAttempts: account.stats.throttled,
     elbv2ByOperation: { ...account.stats.byOperation },
+    throttledByOperation: { ...account.stats.throttledByOperation },
     syncs: world.metrics.counts.get('Syncs') ?? 0,
     syncRetries: world.metrics.counts.get('Retries') ?? 0,
     budgetRequeues: world.metrics.counts.get('Syncs.requeue-after') ?? 0,

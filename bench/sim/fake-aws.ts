@@ -12,17 +12,13 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import type { NlbClients } from '../../functions/aws/clients';
-import type { RegistrationBudget } from '../../functions/aws/registration-budget';
-import { ownershipTags } from '../../functions/nlb/model/naming';
 import {
-  AdaptiveRateLimiter,
-  awsRateLimits,
-  bucketFor,
-  ProcessLimiter,
-  sdkRetry,
-  TokenBucket,
-  type BucketName,
-} from './aws-limits';
+  attachRegistrationBudget,
+  type RegistrationBudget,
+} from '../../functions/aws/registration-budget';
+import { ownershipTags } from '../../functions/nlb/model/naming';
+import { ProcessRateLimiter } from '../../functions/aws/process-limiter';
+import { awsRateLimits, bucketFor, TokenBucket, type BucketName } from './aws-limits';
 import type { VirtualClock } from './virtual-clock';
 
 type ServiceName = 'elbv2' | 'ec2' | 'tagging';
@@ -44,6 +40,7 @@ export interface AwsCallStats {
   attempts: number;
   throttled: number;
   readonly byOperation: Record<string, number>;
+  readonly throttledByOperation: Record<string, number>;
 }
 
 const registration = /^(Register|Deregister)Targets$/;
@@ -104,7 +101,12 @@ function isThrottling(error: unknown): boolean {
 /** The AWS side: one account and Region. */
 export class FakeAwsAccount {
   readonly targetGroups = new Map<string, FakeTargetGroup>();
-  readonly stats: AwsCallStats = { attempts: 0, throttled: 0, byOperation: {} };
+  readonly stats: AwsCallStats = {
+    attempts: 0,
+    throttled: 0,
+    byOperation: {},
+    throttledByOperation: {},
+  };
   /** Called after every successful target change. */
   onTargetsChanged: ((tg: FakeTargetGroup) => void) | undefined;
   private readonly buckets: Record<BucketName, TokenBucket>;
@@ -136,6 +138,8 @@ export class FakeAwsAccount {
     await this.clock.sleep(this.latencyMs);
     if (!allowed) {
       this.stats.throttled++;
+      this.stats.throttledByOperation[operation] =
+        (this.stats.throttledByOperation[operation] ?? 0) + 1;
       throw throttlingError(service);
     }
     return this.serve(operation, inputOf(command));
@@ -238,41 +242,41 @@ export class FakeAwsAccount {
 }
 
 export interface ClientStats {
-  /** SDK retries after a throttling error. */
+  /** SDK retries after a throttling error: none since issue 37 (throttling goes back to SQS). */
   retries: number;
-  /** Calls that failed after the SDK gave up (attempts or retry quota exhausted). */
+  /** Calls throttled by AWS and handed back to the queue (a RequeueAfterError, not a failure). */
   exhausted: number;
+  /** Virtual ms calls slept on this instance's limiter (each sleep within the bound). */
+  limiterWaitMs: number;
 }
 
 /**
- * The NLB provider's clients inside one Lambda instance: the per-process limiter on ELBv2 (every
- * attempt passes it, as the finalizeRequest middleware does) or, for registrations, the shared
- * budget when there is one, and the SDK's adaptive retry mode
- * with `maxAttempts: 5` (createRuntime's default).
+ * The NLB provider's clients inside one Lambda instance, as createRuntime wires them: every ELBv2
+ * attempt passes the per-process limiter (functions/aws/process-limiter.ts, the real class on
+ * virtual time) or, for registrations, the shared budget when there is one; a call either limit
+ * would hold past the bound ends with RequeueAfterError. The SDK retry strategy
+ * (functions/aws/bounded-retry.ts) does not retry throttling: the throttled call fails, and the
+ * provider turns it into a requeue.
  */
 export class FakeAwsClients {
-  readonly stats: ClientStats = { retries: 0, exhausted: 0 };
-  private readonly limiter: ProcessLimiter;
-  private readonly adaptive: Record<ServiceName, AdaptiveRateLimiter>;
-  private readonly capacity: Record<ServiceName, number> = {
-    elbv2: sdkRetry.initialCapacity,
-    ec2: sdkRetry.initialCapacity,
-    tagging: sdkRetry.initialCapacity,
-  };
+  readonly stats: ClientStats = { retries: 0, exhausted: 0, limiterWaitMs: 0 };
+  private readonly limiter: ProcessRateLimiter;
 
   constructor(
     private readonly account: FakeAwsAccount,
-    private readonly clock: VirtualClock,
-    private readonly random: () => number,
+    clock: VirtualClock,
+    /** Kept for the scenarios' seeding; the retry strategy draws no jitter on throttling. */
+    _random: () => number,
     /** The shared registration budget, as addRateLimits is given it; none: per-process only. */
     private readonly budget?: RegistrationBudget,
   ) {
-    this.limiter = new ProcessLimiter(clock);
-    this.adaptive = {
-      elbv2: new AdaptiveRateLimiter(clock),
-      ec2: new AdaptiveRateLimiter(clock),
-      tagging: new AdaptiveRateLimiter(clock),
-    };
+    this.limiter = new ProcessRateLimiter({
+      nowMs: () => clock.now().getTime(),
+      sleep: (ms) => {
+        this.stats.limiterWaitMs += ms;
+        return clock.sleep(ms);
+      },
+    });
   }
 
   /** As the provider wants them; only `send` is ever called. */
@@ -280,8 +284,10 @@ export class FakeAwsClients {
     const client = (service: ServiceName) => ({
       send: (command: object) => this.send(service, command),
     });
+    const elbv2 = client('elbv2');
+    if (this.budget !== undefined) attachRegistrationBudget(elbv2, this.budget);
     return {
-      elbv2: client('elbv2') as unknown as ElasticLoadBalancingV2Client,
+      elbv2: elbv2 as unknown as ElasticLoadBalancingV2Client,
       ec2: client('ec2') as unknown as EC2Client,
       tagging: client('tagging') as unknown as ResourceGroupsTaggingAPIClient,
     };
@@ -289,44 +295,16 @@ export class FakeAwsClients {
 
   private async send(service: ServiceName, command: object): Promise<unknown> {
     const operation = operationOf(command);
-    const adaptive = this.adaptive[service];
-    let retries = 0;
-    await adaptive.getSendToken();
-    for (;;) {
-      // As addRateLimits: registrations book a slot on the shared budget (a RequeueAfterError
-      // ends the call, unretried), everything else passes the per-process limiter.
-      if (service === 'elbv2' && this.budget !== undefined && registration.test(operation)) {
-        await this.budget.take(operation);
-      } else if (service === 'elbv2') await this.limiter.gate(operation);
-      try {
-        const output = await this.account.attempt(service, command);
-        adaptive.update(false);
-        this.capacity[service] = Math.min(
-          sdkRetry.initialCapacity,
-          this.capacity[service] +
-            (retries > 0 ? sdkRetry.throttlingCost : sdkRetry.noRetryIncrement),
-        );
-        return output;
-      } catch (error) {
-        if (!isThrottling(error)) throw error;
-        adaptive.update(true);
-        if (
-          retries + 1 >= sdkRetry.maxAttempts ||
-          this.capacity[service] < sdkRetry.throttlingCost
-        ) {
-          this.stats.exhausted++;
-          throw error;
-        }
-        this.capacity[service] -= sdkRetry.throttlingCost;
-        const delay = Math.floor(
-          this.random() *
-            Math.min(sdkRetry.throttlingDelayBaseMs * 2 ** retries, sdkRetry.maximumDelayMs),
-        );
-        retries++;
-        this.stats.retries++;
-        await this.clock.sleep(delay);
-        await adaptive.getSendToken();
-      }
+    // As addRateLimits: registrations book a slot on the shared budget, everything else passes
+    // the per-process limiter; a RequeueAfterError from either ends the call, unretried.
+    if (service === 'elbv2' && this.budget !== undefined && registration.test(operation)) {
+      await this.budget.take(operation);
+    } else if (service === 'elbv2') await this.limiter.take(operation);
+    try {
+      return await this.account.attempt(service, command);
+    } catch (error) {
+      if (isThrottling(error)) this.stats.exhausted++;
+      throw error;
     }
   }
 }

@@ -6,7 +6,7 @@
  */
 import {
   RegistrationBudget,
-  registrationNamespace,
+  registrationScope,
   TatBudgetStore,
   type TatItem,
 } from '../../functions/aws/registration-budget';
@@ -63,7 +63,7 @@ export function budgetOn(
     {
       nowMs: () => clock.now().getTime(),
       sleep: (ms) => {
-        const namespace = registrationNamespace.getStore() ?? '';
+        const namespace = registrationScope.getStore()?.namespace ?? '';
         const waits = item.stats.waitMsByNamespace;
         waits.set(namespace, (waits.get(namespace) ?? 0) + ms);
         return clock.sleep(ms);

@@ -34,6 +34,7 @@ import { messageGroupOf } from '../../functions/contract/work-message-group';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
+import { parseKeptSlots, type KeptSlot } from '../../functions/core/registration-slots';
 import type { VirtualClock } from './virtual-clock';
 
 interface QueuedMessage {
@@ -396,6 +397,7 @@ export class FakeStateTable implements RuntimeStore {
           failures: Number(item.failures ?? 0),
           unverified,
           pendingChange,
+          keptSlots: parseKeptSlots(item.keptSlots),
         },
       };
     }
@@ -409,11 +411,14 @@ export class FakeStateTable implements RuntimeStore {
     failures: FailureUpdate,
     ttlSeconds: number,
     unverified = false,
+    _retryAt?: number,
+    keptSlots: readonly KeptSlot[] = [],
   ): Promise<FinishResult & { failures?: number }> {
     await this.call();
     const item = this.item(lease.id);
     const holds = item.leaseOwner === lease.owner && item.fence === lease.fence;
-    if (holds && item.dirty !== true) return this.release(lease, item, failures, unverified);
+    if (holds && item.dirty !== true)
+      return this.release(lease, item, failures, unverified, keptSlots);
     await this.call();
     if (!holds) return { kind: 'lost' };
     item.dirty = false;
@@ -426,11 +431,13 @@ export class FakeStateTable implements RuntimeStore {
     lease: Lease,
     failures: FailureUpdate,
     unverified = false,
+    _retryAt?: number,
+    keptSlots: readonly KeptSlot[] = [],
   ): Promise<FinishResult & { failures?: number }> {
     await this.call();
     const item = this.item(lease.id);
     if (item.leaseOwner !== lease.owner || item.fence !== lease.fence) return { kind: 'lost' };
-    return this.release(lease, item, failures, unverified);
+    return this.release(lease, item, failures, unverified, keptSlots);
   }
 
   private release(
@@ -438,9 +445,12 @@ export class FakeStateTable implements RuntimeStore {
     item: Item,
     failures: FailureUpdate,
     unverified: boolean,
+    keptSlots: readonly KeptSlot[],
   ): FinishResult & { failures?: number } {
     delete item.leaseOwner;
     delete item.leaseUntil;
+    if (keptSlots.length > 0) item.keptSlots = keptSlots.map((slot) => ({ ...slot }));
+    else delete item.keptSlots;
     item.dirty = false;
     if (unverified) item.unverified = true;
     else delete item.unverified;
@@ -453,7 +463,8 @@ export class FakeStateTable implements RuntimeStore {
       lease.id.startsWith(serviceLeasePk('')) &&
       seen?.hasRecord === false &&
       !item.failures &&
-      !item.unverified
+      !item.unverified &&
+      item.keptSlots === undefined
     ) {
       this.items.delete(lease.id);
     }

@@ -1,4 +1,9 @@
-import { RetryableError, TerminalError, type FailureClass } from '../core/errors';
+import {
+  RequeueAfterError,
+  RetryableError,
+  TerminalError,
+  type FailureClass,
+} from '../core/errors';
 
 /**
  * AWS error codes by what fixes them (docs/design.md §4). Only a wrong spec is terminal; quota,
@@ -89,15 +94,31 @@ export function isAwsError(error: unknown, ...codes: string[]): boolean {
 }
 
 /**
+ * How soon a pass that AWS throttled comes back: the buckets refill at 3–20 calls a second, so a
+ * couple of seconds finds tokens again, and the pass does not hold a Lambda while they refill.
+ */
+export const throttledRequeueSeconds = 2;
+
+/**
  * Translates an AWS SDK error into our taxonomy (docs/design.md §4): a refusal of what the
- * spec asks for is terminal; everything else is retryable, with the class of what fixes it.
+ * spec asks for is terminal; throttling is no failure but a requeue (the SDK does not retry it in
+ * place: bounded-retry.ts); everything else is retryable, with the class of what fixes it.
  */
 export function translateAwsError(error: unknown, action: string): Error {
+  // Our own limits' answer (process-limiter.ts, registration-budget.ts): no AWS error at all.
+  if (error instanceof RequeueAfterError) return error;
   const code = awsErrorCode(error);
   const message = error instanceof Error ? error.message : String(error);
   const text = `${action}: ${code ? `${code}: ` : ''}${message}`;
   const found = awsErrorClass(code);
   if (found === 'spec') return new TerminalError(`AWS refused to ${text}`, { cause: error });
+  if (found === 'throttling') {
+    return new RequeueAfterError(
+      `AWS throttled ${text}; the sync comes back in ${throttledRequeueSeconds} s`,
+      throttledRequeueSeconds,
+      { cause: error },
+    );
+  }
   return new RetryableError(text, { cause: error, failureClass: found ?? 'transient' });
 }
 

@@ -12,16 +12,21 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * That is a token bucket of `burst` tokens refilled at `perSecond` (an idle budget lets `burst`
  * calls through at once), but it needs no read before the write and no clock on the server.
  *
- * Nobody waits long: a slot further ahead than the lane's horizon is not booked, and the caller
- * gets a RequeueAfterError for about the time until the backlog is short enough (the key's message
- * comes back then, no failure counted, no worker held). Deregistrations may book twice as far
- * ahead as registrations: when the budget is saturated, only removals still get in, so a node that
- * left (or may no longer serve a Service) leaves every NLB before new nodes join them.
+ * Nobody waits long, and no Lambda pays to wait (issue 37): a call sleeps at most
+ * `slotWaitBoundMs` (250 ms) for its slot. A slot further off is still booked, so nobody overtakes
+ * it, and kept for the key (`RegistrationScope.kept`, stored with its lease); the pass ends
+ * requeue-after, with its progress recorded, and the key's message comes back when the slot is
+ * due, whose pass uses it without booking again. A slot further ahead than the lane's horizon is
+ * not booked at all: the key comes back when the backlog is short enough (no failure counted, no
+ * worker held). Deregistrations may book twice as far ahead as registrations: when the budget is
+ * saturated, only removals still get in, so a node that left (or may no longer serve a Service)
+ * leaves every NLB before new nodes join them.
  *
  * Fair between namespaces (issue 32, finding 9): the same write keeps each namespace's booked
  * horizon (the `tat` after its latest booking) in one of 32 lane attributes of the item. A
  * namespace whose latest slot is more than one second (`namespaceShareSlots`) ahead books no
- * further slot it would wait for: the caller waits, unbooked, until it may, and then books behind
+ * further slot it would wait for: the caller waits, unbooked, until it may (or comes back then,
+ * when that is further off than the bound), and then books behind
  * what other namespaces booked meanwhile. So one namespace cannot fill the horizon ahead of a
  * quiet Service elsewhere; alone, it still gets the whole rate. The rule and its reasons are in
  * core/registration-slots.ts; the namespace is its key's (`withRegistrationScope`).
@@ -35,14 +40,20 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { RequeueAfterError } from '../core/errors';
 import { parseServiceKey } from '../core/keys';
 import {
+  bookedSlotTimes,
   bookFairSlot,
   budgetWrite,
   itemValues,
   laneHorizonSeconds,
+  maxKeptSlots,
   namespaceLanes,
   slotRule,
+  secondsUntilSlot,
+  slotWaitBoundMs,
+  useKeptSlot,
   type BudgetLane,
   type BudgetWrite,
+  type KeptSlot,
   type Booking,
   type RegistrationBudgetSpec,
   type SlotRule,
@@ -57,8 +68,11 @@ export const defaultRegistrationBudget: RegistrationBudgetSpec = { perSecond: 4,
 
 /** Books slots for the budget (the state table in AWS; virtual time in the benchmark). */
 export interface BudgetStore {
-  /** `namespace`: whose booking it is (fair share); undefined: first come, first served. */
-  book(nowMs: number, rule: SlotRule, namespace?: string): Promise<Booking>;
+  /**
+   * `namespace`: whose booking it is (fair share); undefined: first come, first served. `count`
+   * consecutive slots in one booking, judged as one (the first must be bookable).
+   */
+  book(nowMs: number, rule: SlotRule, namespace?: string, count?: number): Promise<Booking>;
 }
 
 /**
@@ -80,14 +94,14 @@ export class TatBudgetStore implements BudgetStore {
 
   constructor(private readonly item: TatItem) {}
 
-  async book(nowMs: number, rule: SlotRule, namespace?: string): Promise<Booking> {
+  async book(nowMs: number, rule: SlotRule, namespace?: string, count = 1): Promise<Booking> {
     const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
     for (let attempt = 0; attempt < 4; attempt++) {
-      const stored = await this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes));
+      const stored = await this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes, count));
       if (stored.booked) {
         this.lastTat = stored.tat;
-        const base = stored.tat - rule.intervalMs;
-        return { kind: 'slot', atMs: Math.max(nowMs, base - rule.toleranceMs), tat: stored.tat };
+        const slots = bookedSlotTimes(stored.tat, count, nowMs, rule);
+        return { kind: 'slot', atMs: slots[0]!, tat: stored.tat, slots };
       }
       this.lastTat = stored.item.tat;
       // The other update may apply now; past the horizon, or behind the others, neither will.
@@ -111,31 +125,71 @@ export const systemTimer: BudgetTimer = {
 };
 
 /**
- * The time (ms, the budget timer's clock) by which the current sync's registrations must have
- * their slots: a sync that would wait longer in total ends requeue-after instead of running into
- * its function's timeout. Set around each key's passes (runtime/key-passes.ts).
+ * What the budget knows of the sync it books for: its key's namespace (fair share between
+ * namespaces; none outside a key's sync: first come, first served) and the slots the key keeps,
+ * which earlier passes booked and did not use yet (from its lease item). A slot booked now that
+ * is too far off to wait for is added to `kept`; the runtime stores them with the lease.
  */
-export const registrationDeadline = new AsyncLocalStorage<number>();
+export interface RegistrationScope {
+  readonly namespace: string | undefined;
+  readonly kept: KeptSlot[];
+  /**
+   * How many calls of each lane the pass is about to make (`expectRegistrationCalls`): its first
+   * booking of a lane books that many slots at once, so a pass that must come back for them
+   * comes back once, not once per target group.
+   */
+  readonly expected: Record<BudgetLane, number>;
+}
 
-/**
- * The namespace the current sync books for (its key's), so that the budget shares its slots
- * fairly between namespaces. Set with the deadline around each key's passes; none (a call outside
- * a key's sync): first come, first served.
- */
-export const registrationNamespace = new AsyncLocalStorage<string>();
+export const registrationScope = new AsyncLocalStorage<RegistrationScope>();
 
-/** Runs a key's passes with its registration deadline and namespace. */
-export function withRegistrationScope<T>(key: string, deadlineMs: number, run: () => T): T {
+/** Runs a key's passes in a scope of their own; `run` gets it, to fill in and read the kept slots. */
+export function withRegistrationScope<T>(key: string, run: (scope: RegistrationScope) => T): T {
   let namespace: string | undefined;
   try {
     namespace = parseServiceKey(key).namespace;
   } catch {
     // The sync refuses the key itself; its calls, if any, are unscoped.
   }
-  const withDeadline = () => registrationDeadline.run(deadlineMs, run);
-  return namespace === undefined
-    ? withDeadline()
-    : registrationNamespace.run(namespace, withDeadline);
+  const scope: RegistrationScope = {
+    namespace,
+    kept: [],
+    expected: { register: 0, deregister: 0 },
+  };
+  return registrationScope.run(scope, () => run(scope));
+}
+
+/**
+ * Says how many RegisterTargets and DeregisterTargets calls the current pass is about to make
+ * (outside a key's sync: nothing to say). Calls it keeps slots for use them without booking again.
+ */
+export function expectRegistrationCalls(calls: Readonly<Record<BudgetLane, number>>): void {
+  const scope = registrationScope.getStore();
+  if (scope === undefined) return;
+  for (const lane of ['register', 'deregister'] as const) {
+    const kept = scope.kept.filter((slot) => slot.lane === lane).length;
+    scope.expected[lane] = Math.max(0, calls[lane] - kept);
+  }
+}
+
+/** The budget each ELBv2 client books its registrations on (addRateLimits attaches it). */
+const budgetsByClient = new WeakMap<object, RegistrationBudget>();
+
+export function attachRegistrationBudget(client: object, budget: RegistrationBudget): void {
+  budgetsByClient.set(client, budget);
+}
+
+/**
+ * Books the slots of the RegisterTargets and DeregisterTargets calls the current pass is about to
+ * make through `client`, before it makes any other call (`RegistrationBudget.reserve`); says how
+ * many there will be when the client has no budget.
+ */
+export async function reserveRegistrationSlots(
+  client: object,
+  calls: Readonly<Record<BudgetLane, number>>,
+): Promise<void> {
+  expectRegistrationCalls(calls);
+  await budgetsByClient.get(client)?.reserve(calls);
 }
 
 export interface RegistrationBudgetOptions {
@@ -146,7 +200,12 @@ export interface RegistrationBudgetOptions {
   readonly perNamespace?: boolean;
 }
 
-/** Books a slot for each RegisterTargets/DeregisterTargets attempt and waits for it. */
+/**
+ * Books a slot for each RegisterTargets/DeregisterTargets attempt. Sleeps at most
+ * `slotWaitBoundMs` for it (issue 37); a slot further off is kept for the key and the call ends
+ * with RequeueAfterError, so the key's message comes back when the slot is due and the next pass
+ * uses it without booking again: nobody overtakes it, and no Lambda pays to wait.
+ */
 export class RegistrationBudget {
   /**
    * Per namespace, when this instance's last caller waiting behind the other namespaces tries
@@ -162,78 +221,134 @@ export class RegistrationBudget {
   ) {}
 
   /**
-   * Resolves at the attempt's slot; throws RequeueAfterError when the budget is booked past the
-   * lane's horizon, and the store's own error when it cannot be reached. A namespace that holds
-   * its share of future slots waits, unbooked, until it may book again (behind the bookings other
-   * namespaces made meanwhile), within the same horizon.
+   * Resolves at the attempt's slot, at most `slotWaitBoundMs` from now. Throws RequeueAfterError
+   * when the slot is further off (kept in the scope), when the budget is booked past the lane's
+   * horizon or the namespace's turn is further off (nothing booked), and the store's own error
+   * when it cannot be reached.
    */
   async take(operation: string): Promise<void> {
     const lane: BudgetLane = operation.startsWith('Deregister') ? 'deregister' : 'register';
-    const rule = slotRule(this.spec, lane);
-    const namespace =
-      this.options.perNamespace === false ? undefined : registrationNamespace.getStore();
-    const startedMs = this.timer.nowMs();
-    // A caller of a namespace whose callers here already wait their turn queues behind them.
-    const queued = namespace === undefined ? undefined : this.turns.get(namespace);
-    if (namespace !== undefined && queued !== undefined && queued > startedMs) {
-      await this.waitTurn(namespace, queued + rule.intervalMs, startedMs, rule, operation);
+    const scope = registrationScope.getStore();
+    const namespace = this.namespaceOf(scope);
+    const kept = useKeptSlot(scope?.kept ?? [], lane, this.timer.nowMs());
+    if (kept.kind === 'use') return this.waitFor(kept.atMs);
+    if (kept.kind === 'early') throw this.deferred(operation, kept.atMs, namespace);
+    // The pass's calls of this lane book their slots together, this call's first.
+    const count = Math.min(maxKeptSlots, Math.max(1, scope?.expected[lane] ?? 0));
+    const [first, ...rest] = await this.book(lane, count, namespace, operation);
+    if (scope !== undefined) {
+      scope.expected[lane] = 0;
+      for (const atMs of rest) scope.kept.push({ lane, atMs });
     }
+    if (first! - this.timer.nowMs() <= slotWaitBoundMs) return this.waitFor(first!);
+    // Booked, too far off to wait for: the key keeps it and comes back for it.
+    scope?.kept.push({ lane, atMs: first! });
+    throw this.deferred(operation, first!, namespace);
+  }
+
+  /**
+   * Books, before a pass makes any call, the slots its calls of each lane will need (less those
+   * the key keeps already), and keeps them for it. When the first of them is too far off to
+   * wait for, throws the RequeueAfterError that brings the key back for it: the pass ends before
+   * spending any call it would repeat. Outside a key's sync it does nothing.
+   */
+  async reserve(calls: Readonly<Record<BudgetLane, number>>): Promise<void> {
+    const scope = registrationScope.getStore();
+    if (scope === undefined) return;
+    const namespace = this.namespaceOf(scope);
+    const wanted = (['deregister', 'register'] as const).filter((lane) => calls[lane] > 0);
+    for (const lane of wanted) {
+      const kept = scope.kept.filter((slot) => slot.lane === lane).length;
+      const count = Math.min(maxKeptSlots - scope.kept.length, calls[lane] - kept);
+      if (count <= 0) continue;
+      const slots = await this.book(
+        lane,
+        count,
+        namespace,
+        `${lane === 'register' ? 'Register' : 'Deregister'}Targets`,
+      );
+      for (const atMs of slots) scope.kept.push({ lane, atMs });
+      scope.expected[lane] = 0;
+    }
+    const nowMs = this.timer.nowMs();
+    const first = Math.min(
+      ...scope.kept.filter((slot) => wanted.includes(slot.lane)).map((slot) => slot.atMs),
+    );
+    if (first - nowMs > slotWaitBoundMs) throw this.deferred('the sync', first, namespace);
+  }
+
+  private namespaceOf(scope: RegistrationScope | undefined): string | undefined {
+    return this.options.perNamespace === false ? undefined : scope?.namespace;
+  }
+
+  /**
+   * Books `count` consecutive slots of the lane (at most `slotWaitBoundMs` of waiting for the
+   * namespace's turn); throws RequeueAfterError when the budget is booked past the lane's horizon
+   * or the turn is further off.
+   */
+  private async book(
+    lane: BudgetLane,
+    count: number,
+    namespace: string | undefined,
+    operation: string,
+  ): Promise<readonly number[]> {
+    const rule = slotRule(this.spec, lane);
     for (;;) {
       const nowMs = this.timer.nowMs();
-      // Within a sync, no slot past its registration deadline: the horizon bounds one call, and
-      // a sync makes several one after another. Waiting behind other namespaces counts too.
-      const deadline = registrationDeadline.getStore();
-      const horizonMs = Math.max(
-        0,
-        Math.min(
-          rule.horizonMs - (nowMs - startedMs),
-          deadline === undefined ? Number.POSITIVE_INFINITY : deadline - nowMs,
-        ),
-      );
-      const booking = await this.store.book(nowMs, { ...rule, horizonMs }, namespace);
+      // This instance's callers of the namespace that already wait their turn go first.
+      const queued = namespace === undefined ? undefined : this.turns.get(namespace);
+      if (namespace !== undefined && queued !== undefined && queued > nowMs) {
+        await this.waitTurn(namespace, queued + rule.intervalMs, operation);
+        continue;
+      }
+      const booking = await this.store.book(nowMs, rule, namespace, count);
       if (booking.kind === 'later') {
-        // Come back when the slot would be within the lane's own horizon, not the deadline's.
-        const seconds = Math.max(1, Math.ceil((booking.inMs + horizonMs - rule.horizonMs) / 1000));
+        const seconds = Math.max(1, Math.ceil(booking.inMs / 1000));
         throw new RequeueAfterError(
           `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead${namespace === undefined ? '' : ` for namespace ${namespace}`}; ${operation} waits ${seconds} s`,
           seconds,
         );
       }
       if (booking.kind === 'behind') {
-        // The namespace's turn: when its latest slot is within its share, and one interval
-        // after this instance's callers of it that wait already.
-        const last = namespace === undefined ? undefined : this.turns.get(namespace);
-        const turnMs = Math.max(
-          nowMs + booking.inMs,
-          last !== undefined && last > nowMs ? last + rule.intervalMs : 0,
-        );
-        await this.waitTurn(namespace ?? '', turnMs, startedMs, rule, operation);
+        // The namespace's turn: when its latest slot is within its share.
+        await this.waitTurn(namespace ?? '', nowMs + booking.inMs, operation);
         continue;
       }
-      const wait = booking.atMs - this.timer.nowMs();
-      if (wait > 0) await this.timer.sleep(wait);
-      return;
+      return booking.slots ?? [booking.atMs];
     }
   }
 
-  /** Waits until `turnMs`, holding the turn, or ends requeue-after when that is past the horizon. */
-  private async waitTurn(
-    namespace: string,
-    turnMs: number,
-    startedMs: number,
-    rule: SlotRule,
-    operation: string,
-  ): Promise<void> {
-    const deadline = registrationDeadline.getStore();
-    if (turnMs - startedMs > rule.horizonMs || (deadline !== undefined && turnMs > deadline)) {
-      const seconds = Math.max(1, Math.ceil((turnMs - startedMs - rule.horizonMs) / 1000));
+  private async waitFor(atMs: number): Promise<void> {
+    const wait = atMs - this.timer.nowMs();
+    if (wait > 0) await this.timer.sleep(wait);
+  }
+
+  private deferred(operation: string, atMs: number, namespace: string | undefined) {
+    const inMs = atMs - this.timer.nowMs();
+    const seconds = secondsUntilSlot(atMs, this.timer.nowMs());
+    return new RequeueAfterError(
+      `${operation} has a slot on the ELBv2 registration budget (${this.spec.perSecond}/s${namespace === undefined ? '' : `, namespace ${namespace}`}) in ${(inMs / 1000).toFixed(2)} s, kept for this Service; the sync comes back for it in ${seconds} s`,
+      seconds,
+    );
+  }
+
+  /**
+   * Waits until `turnMs` when that is within `slotWaitBoundMs`, holding the namespace's turn;
+   * further off, ends requeue-after (nothing is booked, so nothing is kept).
+   */
+  private async waitTurn(namespace: string, turnMs: number, operation: string): Promise<void> {
+    const nowMs = this.timer.nowMs();
+    // Held either way: this instance's next caller of the namespace comes one interval later,
+    // so callers that come back through the queue do not all come back at the same moment.
+    this.takeTurn(namespace, turnMs);
+    if (turnMs - nowMs > slotWaitBoundMs) {
+      const seconds = Math.max(1, Math.ceil((turnMs - nowMs) / 1000));
       throw new RequeueAfterError(
         `namespace ${namespace} holds its share of the ELBv2 registration budget (${this.spec.perSecond}/s); ${operation} waits ${seconds} s`,
         seconds,
       );
     }
-    this.takeTurn(namespace, turnMs);
-    await this.timer.sleep(turnMs - this.timer.nowMs());
+    await this.timer.sleep(turnMs - nowMs);
   }
 
   private takeTurn(namespace: string, atMs: number): void {

@@ -67,8 +67,16 @@ export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRu
 }
 
 export type Booking =
-  /** Booked: call at `atMs`; the item's `tat` becomes `tat`. */
-  | { readonly kind: 'slot'; readonly atMs: number; readonly tat: number }
+  /**
+   * Booked: call at `atMs`; the item's `tat` becomes `tat`. A booking of several slots at once
+   * also lists them all (`bookedSlotTimes`), `atMs` first.
+   */
+  | {
+      readonly kind: 'slot';
+      readonly atMs: number;
+      readonly tat: number;
+      readonly slots?: readonly number[];
+    }
   /** Not booked: the next slot is past the horizon; try again in `inMs` (through the queue). */
   | { readonly kind: 'later'; readonly inMs: number }
   /**
@@ -167,6 +175,22 @@ export type BudgetWrite =
       readonly latestLane: number;
     };
 
+/**
+ * The times of `count` consecutive slots a write booked, ending the item at `tat`: each one
+ * interval after the other, none before now (an idle budget's burst lets several go at once).
+ */
+export function bookedSlotTimes(
+  tat: number,
+  count: number,
+  nowMs: number,
+  rule: SlotRule,
+): number[] {
+  const first = tat - count * rule.intervalMs;
+  return Array.from({ length: count }, (_, i) =>
+    Math.max(nowMs, first + i * rule.intervalMs - rule.toleranceMs),
+  );
+}
+
 /** The item's numbers by attribute: `tat` and the lanes. */
 export type BudgetItemAttributes = Readonly<Record<string, number | undefined>>;
 
@@ -181,19 +205,21 @@ export function budgetWrite(
   nowMs: number,
   rule: SlotRule,
   lanes: readonly string[],
+  /** Consecutive slots booked at once (a pass's calls of one lane); the first must be bookable. */
+  count = 1,
 ): BudgetWrite {
   return knownTat === undefined || knownTat < nowMs
     ? {
         kind: 'restart',
         nowMs,
-        nextTat: nowMs + rule.intervalMs,
+        nextTat: nowMs + rule.intervalMs * count,
         lanes,
       }
     : {
         kind: 'advance',
         nowMs,
         latestTat: latestBookableTat(nowMs, rule),
-        intervalMs: rule.intervalMs,
+        intervalMs: rule.intervalMs * count,
         lanes,
         immediateTat: latestImmediateTat(nowMs, rule),
         latestLane: latestLaneHorizon(nowMs, rule),
@@ -248,4 +274,79 @@ function mix32(value: number): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/**
+ * The longest a call sleeps for its slot (issue 37): one interval at AWS's 4/s. A slot further
+ * off is kept for the key and the pass ends; its message comes back through SQS when the slot is
+ * due. A Lambda pays for every millisecond it sleeps, and a round trip through the queue (an SQS
+ * visibility change, receive and delete, an invocation and the lease's writes) costs about what
+ * half a second of a 512 MB function does: below that, sleeping is cheaper; above it, the queue.
+ */
+export const slotWaitBoundMs = 250;
+
+/**
+ * How late a kept slot may still be used: a pass that comes back through SQS arrives up to a
+ * second after the whole-second delay it asked for (the event source's batching window). Used
+ * late, kept slots bunch up: 2 s at 4/s is 8 calls, within the 10 tokens of AWS's bucket of 20
+ * that the budget's burst leaves free. An older one is given up and a new one booked.
+ */
+export const keptSlotGraceMs = 2_000;
+
+/** A slot booked for a key's registration and kept, across passes, until the key uses it. */
+export interface KeptSlot {
+  readonly lane: BudgetLane;
+  /** When the call may go (epoch ms). */
+  readonly atMs: number;
+}
+
+/** What a call does with the key's kept slots: use one, come back for one, or book its own. */
+export type KeptSlotUse =
+  | { readonly kind: 'use'; readonly atMs: number }
+  | { readonly kind: 'early'; readonly atMs: number }
+  | { readonly kind: 'none' };
+
+/**
+ * Takes the lane's earliest kept slot out of `kept` when it is due within `slotWaitBoundMs`
+ * (or past, within the grace); leaves it there when it is further off. Slots past the grace are
+ * dropped: the budget has moved on, and a fresh booking is fairer than a burst of stale ones.
+ */
+export function useKeptSlot(kept: KeptSlot[], lane: BudgetLane, nowMs: number): KeptSlotUse {
+  for (let i = kept.length - 1; i >= 0; i--) {
+    if (kept[i]!.lane === lane && kept[i]!.atMs < nowMs - keptSlotGraceMs) kept.splice(i, 1);
+  }
+  let earliest = -1;
+  kept.forEach((slot, i) => {
+    if (slot.lane === lane && (earliest < 0 || slot.atMs < kept[earliest]!.atMs)) earliest = i;
+  });
+  if (earliest < 0) return { kind: 'none' };
+  const slot = kept[earliest]!;
+  if (slot.atMs - nowMs > slotWaitBoundMs) return { kind: 'early', atMs: slot.atMs };
+  kept.splice(earliest, 1);
+  return { kind: 'use', atMs: slot.atMs };
+}
+
+/**
+ * Whole seconds until a slot at `atMs` is within `slotWaitBoundMs` (at least 1: SQS delays
+ * are whole seconds), so the message comes back as close to it as SQS allows.
+ */
+export function secondsUntilSlot(atMs: number, nowMs: number): number {
+  return Math.max(1, Math.ceil((atMs - nowMs - slotWaitBoundMs) / 1000));
+}
+
+/** The most slots one key keeps: two lanes' worth for the largest Service's target groups. */
+export const maxKeptSlots = 16;
+
+/** Kept slots as stored on a lease item, read back defensively: anything malformed is dropped. */
+export function parseKeptSlots(value: unknown): KeptSlot[] {
+  if (!Array.isArray(value)) return [];
+  const slots: KeptSlot[] = [];
+  for (const entry of value as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { lane, atMs } = entry as { lane?: unknown; atMs?: unknown };
+    if ((lane === 'register' || lane === 'deregister') && typeof atMs === 'number') {
+      if (Number.isFinite(atMs)) slots.push({ lane, atMs });
+    }
+  }
+  return slots.slice(0, maxKeptSlots);
 }

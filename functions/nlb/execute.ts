@@ -6,7 +6,12 @@ import { applyListenerStep } from './execute-listeners';
 import { applyLoadBalancerStep } from './execute-load-balancer';
 import { PlanRun, type ExecuteRequest } from './execute-run';
 import { applySecurityGroupStep } from './execute-security-groups';
-import { applyTargetGroupStep, settleUncheckedTargetGroups } from './execute-target-groups';
+import {
+  applyTargetGroupStep,
+  registerBatch,
+  settleUncheckedTargetGroups,
+} from './execute-target-groups';
+import { expectRegistrationCalls } from '../aws/registration-budget';
 
 /**
  * Runs a plan, recording every ARN in state as it goes, with the time of each create. A failure
@@ -17,6 +22,7 @@ import { applyTargetGroupStep, settleUncheckedTargetGroups } from './execute-tar
  */
 export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
+  expectRegistrationCalls(registrationCalls(request.plan));
   for (const step of request.plan.steps) {
     try {
       await applyStep(run, step);
@@ -34,6 +40,19 @@ export async function executePlan(request: ExecuteRequest): Promise<void> {
     }
   }
   run.settleCreated();
+}
+
+/** The plan's RegisterTargets and DeregisterTargets calls, a batch each. */
+function registrationCalls(plan: Plan): Record<'register' | 'deregister', number> {
+  const calls = { register: 0, deregister: 0 };
+  for (const step of plan.steps) {
+    if (step.kind === 'registerTargets' || step.kind === 'deregisterTargets') {
+      calls[step.kind === 'registerTargets' ? 'register' : 'deregister'] += Math.ceil(
+        step.targets.length / registerBatch,
+      );
+    }
+  }
+  return calls;
 }
 
 /** One step, by the executor of the resource it changes. */

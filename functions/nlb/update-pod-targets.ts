@@ -54,13 +54,14 @@ export async function updateEndpointTargets(
     (port) => !recorded.some(([key]) => key === String(port)),
   );
   if (wanted.length > 0) {
-    await requireOwnedTargetGroups(
-      ctx,
-      service,
-      nlbState,
-      wanted.map((w) => w.tg),
+    await applyTargetChanges(ctx, nlbState, wanted, () =>
+      requireOwnedTargetGroups(
+        ctx,
+        service,
+        nlbState,
+        wanted.map((w) => w.tg),
+      ),
     );
-    await applyTargetChanges(ctx, nlbState, wanted);
   }
   if (missing.length > 0) {
     throw Object.assign(

@@ -7,6 +7,7 @@ import type { Host } from '../core/hosts';
 import type { Service } from '../core/objects';
 import type { EnsureResult, ProviderState, UpdateOptions, UpdateResult } from '../sync/ports';
 import { isAwsError, translateAwsError } from '../aws/aws-errors';
+import { reserveRegistrationSlots } from '../aws/registration-budget';
 import { registerBatch } from './execute-target-groups';
 import { limits } from './model/desired';
 import { ownershipTags } from './model/naming';
@@ -52,11 +53,11 @@ export async function updateLoadBalancer(
     );
   }
   const wanted = uniqueSorted(hosts.map((h) => h.instanceId));
-  await requireOwnedTargetGroups(ctx, service, nlbState, groups);
   await applyTargetChanges(
     ctx,
     nlbState,
     groups.map((tg) => ({ tg, wanted })),
+    () => requireOwnedTargetGroups(ctx, service, nlbState, groups),
   );
   return { state: toProviderState(nlbState), instances: wanted };
 }
@@ -72,11 +73,17 @@ export type RecordedTargetGroup = NonNullable<NlbState['targetGroups']>[string];
  * drop to zero targets in between: there the new targets go in first. In batches of 200, each
  * recorded as it lands, so a failure part-way keeps what was done (on the error's
  * `providerState`).
+ *
+ * With changes to make, their slots on the registration budget are booked first (issue 37): a
+ * pass whose slots are too far off to wait for ends there, before `beforeWrites` (the ownership
+ * check) spends a call, and its message comes back when they are due. With none, nothing is
+ * checked or written.
  */
 export async function applyTargetChanges(
   ctx: ProviderContext,
   nlbState: NlbState,
   wanted: readonly { readonly tg: RecordedTargetGroup; readonly wanted: readonly string[] }[],
+  beforeWrites: () => Promise<void>,
 ): Promise<void> {
   try {
     for (const { tg } of wanted) {
@@ -101,6 +108,21 @@ export async function applyTargetChanges(
     const deregister = current.filter((id) => !wantedIds.has(id));
     return { tg, ids, register, deregister, keepsTargets: current.length > deregister.length };
   });
+  const batches = (ids: readonly string[]) => Math.ceil(ids.length / registerBatch);
+  const calls = {
+    register: changes.reduce((n, c) => n + batches(c.register), 0),
+    deregister: changes.reduce((n, c) => n + batches(c.deregister), 0),
+  };
+  if (calls.register + calls.deregister === 0) {
+    for (const c of changes) c.tg.targets = [...c.ids].sort();
+    return;
+  }
+  try {
+    await reserveRegistrationSlots(ctx.clients.elbv2, calls);
+  } catch (error) {
+    throw Object.assign(error as Error, { providerState: toProviderState(nlbState) });
+  }
+  await beforeWrites();
   const send = async (tg: RecordedTargetGroup, kind: 'register' | 'deregister', ids: string[]) => {
     for (let i = 0; i < ids.length; i += registerBatch) {
       const batch = ids.slice(i, i + registerBatch);

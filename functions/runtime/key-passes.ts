@@ -1,4 +1,4 @@
-import { withRegistrationScope } from '../aws/registration-budget';
+import { withRegistrationScope, type RegistrationScope } from '../aws/registration-budget';
 import type { WorkMessage } from '../contract/work-messages';
 import { errorMessage, failureClassOf } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
@@ -16,12 +16,6 @@ import type { FailureUpdate, FinishResult, Lease } from './ports';
  * worker hands the key back to the queue: bounded work per invocation, and no key holds a worker.
  */
 export const maxPassesPerReceive = 5;
-/**
- * How long a key's passes may wait, in all, for slots on the shared registration budget: half the
- * functions' 60 s timeout, so waiting never runs a sync into it (the rest ends requeue-after).
- */
-export const registrationWaitMs = 30_000;
-
 export type KeyMode = 'service' | 'hosts' | 'targets' | 'resync';
 
 /** Where a key's passes come from: a queue message (its id, a sweep's pass), or node sync. */
@@ -45,13 +39,8 @@ export function runKey(
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
   origin: KeyOrigin = {},
-  /**
-   * When registration waits must end (epoch ms); by default `registrationWaitMs` from now. Node
-   * sync passes the one deadline of its whole run, so its host updates never add up past it.
-   */
-  deadline = ctx.syncDeps.clock.now().getTime() + registrationWaitMs,
 ): Promise<KeyFollowUp> {
-  return withRegistrationScope(key, deadline, () => runPasses(key, modes, ctx, origin));
+  return withRegistrationScope(key, (scope) => runPasses(key, modes, ctx, origin, scope));
 }
 
 /**
@@ -70,6 +59,8 @@ async function runPasses(
   modes: ReadonlySet<KeyMode>,
   ctx: RuntimeContext,
   origin: KeyOrigin,
+  /** The registration budget's view of this key: the slots it keeps go in and out with its lease. */
+  budget: RegistrationScope,
 ): Promise<KeyFollowUp> {
   const sweepPass = origin.pass;
   const lifecycle = newCollector(ctx);
@@ -97,13 +88,14 @@ async function runPasses(
     }
     const lease = acquired.lease;
     held = lease;
+    budget.kept.push(...lease.keptSlots);
     if ((mode === 'hosts' || mode === 'targets') && lease.pendingChange) {
       // A change the dead holder was asked to run and never did: a host update (or a targets
       // sync) skips the spec.
       ctx.metrics.count('EscalatedHostUpdates');
       if (origin.direct === true) {
         // Node sync's run has no time for a full sync: the work queue runs it, at once.
-        await ctx.store.handBack(lease, 'keep', true);
+        await ctx.store.handBack(lease, 'keep', true, undefined, budget.kept);
         return { message: { v: 1, kind: 'service', key }, seconds: 0 };
       }
       mode = 'service';
@@ -163,6 +155,7 @@ async function runPasses(
         ctx.config.leaseSeconds,
         unverified,
         retryAt(),
+        budget.kept,
       );
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
@@ -173,7 +166,7 @@ async function runPasses(
       // Changes kept coming for every pass allowed. The messages that brought them were
       // acknowledged as busy, so this one must come back: give the lease up and requeue the key,
       // at once unless the last pass asked for a backoff or a fixed delay (S5, S6).
-      finish = await ctx.store.handBack(lease, failureUpdate, unverified, retryAt());
+      finish = await ctx.store.handBack(lease, failureUpdate, unverified, retryAt(), budget.kept);
       handedBack = finish.kind === 'released';
       if (handedBack) {
         ctx.metrics.count('HandedBackKeys');
@@ -225,7 +218,9 @@ async function runPasses(
     ctx.metrics.count('UnexpectedFailures');
     // Best effort: a held lease would turn the key's next messages away as busy until it
     // expires, with this message (which covers them) still far off.
-    if (held !== undefined) await ctx.store.handBack(held, 'keep', true).catch(() => undefined);
+    if (held !== undefined) {
+      await ctx.store.handBack(held, 'keep', true, undefined, budget.kept).catch(() => undefined);
+    }
     lifecycle.syncFailed(key, error, { terminal: false, inSeconds: ctx.config.backoffMaxSeconds });
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return { message: again(mode, key, sweepPass), seconds: ctx.config.backoffMaxSeconds };

@@ -3,11 +3,18 @@ import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from '../contract/work-messages';
-import { registrationWaitMs, runKey, secondsUntilExpiry } from './key-passes';
+import { runKey, secondsUntilExpiry } from './key-passes';
 import type { ServiceKey } from '../core/keys';
 
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
+
+/**
+ * How long one node-sync run may keep taking passes and running host updates itself: half the
+ * function's 60 s timeout. Nothing in a pass sleeps for a rate budget past 250 ms (issue 37), so
+ * this bounds the run as a whole; past it, the work goes back to the queues.
+ */
+export const nodeSyncRunMs = 30_000;
 
 /**
  * One node-sync pass under its lease (one at a time): list Nodes, store the eligible host set,
@@ -41,9 +48,9 @@ export async function runNodeSync(
   }
   const lease = acquired.lease;
   const lifecycle = newCollector(ctx);
-  // One registration deadline for the whole run: direct host updates share it, so however many
-  // passes run, their waits end well inside the function's timeout.
-  const deadline = ctx.syncDeps.clock.now().getTime() + registrationWaitMs;
+  // One deadline for the whole run, not per pass or per key: past it, host updates take the work
+  // queue and further passes a fresh message.
+  const deadline = ctx.syncDeps.clock.now().getTime() + nodeSyncRunMs;
   const pastDeadline = () => ctx.syncDeps.clock.now().getTime() >= deadline;
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
@@ -56,7 +63,7 @@ export async function runNodeSync(
       const direct =
         result.servicesToUpdate.length <= ctx.config.directHostUpdates && !pastDeadline();
       if (direct) {
-        await runHostUpdatesNow(ctx, result.servicesToUpdate, deadline);
+        await runHostUpdatesNow(ctx, result.servicesToUpdate);
       } else {
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
@@ -117,15 +124,11 @@ export type NodeSyncRun = { readonly kind: 'done' } | { readonly kind: 'busy'; s
  * message with its delay, where the key's backoff continues. Large fan-outs always take the work
  * queue, spread over its workers.
  */
-async function runHostUpdatesNow(
-  ctx: RuntimeContext,
-  keys: readonly ServiceKey[],
-  deadline: number,
-): Promise<void> {
+async function runHostUpdatesNow(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
   if (keys.length === 0) return;
   ctx.metrics.count('DirectHostUpdates', keys.length);
   const followUps = await Promise.all(
-    keys.map((key) => runKey(key, new Set(['hosts']), ctx, { direct: true }, deadline)),
+    keys.map((key) => runKey(key, new Set(['hosts']), ctx, { direct: true })),
   );
   for (const followUp of followUps) {
     if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);

@@ -7,6 +7,7 @@
 import type { LifecycleEvent } from '../contract/lifecycle-events';
 import type { WorkMessage } from '../contract/work-messages';
 import type { ServiceKey } from '../core/keys';
+import type { KeptSlot } from '../core/registration-slots';
 import type { Service } from '../core/objects';
 import type { DeleteResult, StateStore } from '../sync/ports';
 
@@ -76,6 +77,11 @@ export interface Lease {
    * (it died or overran): this holder owes that full sync, whatever its own message asks.
    */
   readonly pendingChange: boolean;
+  /**
+   * Registration-budget slots an earlier pass of the key booked and kept, too far off to wait
+   * for (issue 37): this holder's calls use them instead of booking again. None on run leases.
+   */
+  readonly keptSlots: readonly KeptSlot[];
 }
 
 export type AcquireResult =
@@ -138,12 +144,15 @@ export interface RuntimeStore {
     extendSeconds: number,
     unverified?: boolean,
     retryAt?: number,
+    /** The slots the key keeps for its next pass (replacing what the lease item held). */
+    keptSlots?: readonly KeptSlot[],
   ): Promise<FinishResult & { failures?: number }>;
   handBack(
     lease: Lease,
     failures: FailureUpdate,
     unverified?: boolean,
     retryAt?: number,
+    keptSlots?: readonly KeptSlot[],
   ): Promise<FinishResult & { failures?: number }>;
   /** The use cases' view of the table, valid while `lease` is held. */
   fencedBy(lease: Lease): StateStore;

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { BusyError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
+import { maxKeptSlots, parseKeptSlots, type KeptSlot } from '../core/registration-slots';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
 import type { LifecycleEvent } from '../contract/lifecycle-events';
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
@@ -26,6 +27,7 @@ import { HostSetItems } from './host-set-items';
 import { PendingEventItems } from './pending-event-items';
 import { RunBookkeeping } from './run-bookkeeping';
 import { parseRecord, storedRecordAttributes } from './record-item';
+import { releaseUpdate } from './lease-release';
 import { listServiceHosts, listServiceItems } from './service-scans';
 import { retryable, StateTable } from './state-table';
 import { keptPk, leasePk, serviceLeasePk, serviceLeasePrefix, servicePk } from './table-layout';
@@ -136,6 +138,7 @@ export class DynamoStateStore implements RuntimeStore {
           failures: Number(before.failures ?? 0),
           unverified: typeof before.leaseOwner === 'string' || before.unverified === true,
           pendingChange: before.dirty === true,
+          keptSlots: parseKeptSlots(before.keptSlots),
         },
       };
     } catch (error) {
@@ -172,11 +175,14 @@ export class DynamoStateStore implements RuntimeStore {
     unverified = false,
     /** With an increment: when the retry is due (epoch ms), for node sync to leave it until then. */
     retryAt?: number,
+    /** Registration slots the key keeps for its next pass (`keptSlots`, written with the release). */
+    keptSlots: readonly KeptSlot[] = [],
   ): Promise<FinishResult & { failures?: number }> {
     const released = await this.release(lease, failures, {
       unlessDirty: true,
       unverified,
       retryAt,
+      keptSlots,
     });
     if (released.kind === 'released') return released;
     try {
@@ -201,11 +207,13 @@ export class DynamoStateStore implements RuntimeStore {
     failures: FailureUpdate,
     unverified = false,
     retryAt?: number,
+    keptSlots: readonly KeptSlot[] = [],
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'lost' }> {
     const released = await this.release(lease, failures, {
       unlessDirty: false,
       unverified,
       retryAt,
+      keptSlots,
     });
     return released.kind === 'released' ? released : { kind: 'lost' };
   }
@@ -213,9 +221,15 @@ export class DynamoStateStore implements RuntimeStore {
   private async release(
     lease: Lease,
     failures: FailureUpdate,
-    options: { unlessDirty: boolean; unverified: boolean; retryAt?: number | undefined },
+    options: {
+      unlessDirty: boolean;
+      unverified: boolean;
+      retryAt?: number | undefined;
+      keptSlots: readonly KeptSlot[];
+    },
   ): Promise<{ kind: 'released'; failures: number } | { kind: 'refused' }> {
     const retryAt = failures === 'increment' ? options.retryAt : undefined;
+    const keptSlots = options.keptSlots.slice(0, maxKeptSlots);
     const seen = this.seen.get(lease);
     const sawNoRecord = seen !== undefined && !seen.hasRecord;
     // With no record there is no checkpoint to distrust: the mark would only keep the item.
@@ -223,6 +237,7 @@ export class DynamoStateStore implements RuntimeStore {
     if (
       sawNoRecord &&
       failures !== 'increment' &&
+      keptSlots.length === 0 &&
       // Failures to keep make the conditional delete fail, a billed write for nothing.
       !(failures === 'keep' && lease.failures > 0) &&
       (await this.releaseByDeleting(lease, failures, options.unlessDirty))
@@ -230,46 +245,16 @@ export class DynamoStateStore implements RuntimeStore {
       if (seen?.legacyLeftover === true) await this.removeLegacyLeftover(lease.id);
       return { kind: 'released', failures: 0 };
     }
-    // failingSince: when the current run of failures began, for the sweep's failing-Services gauge.
-    const set = [
-      ...(failures === 'reset' ? ['failures = :zero'] : []),
-      ...(failures === 'increment'
-        ? [
-            'failures = if_not_exists(failures, :zero) + :one',
-            'failingSince = if_not_exists(failingSince, :nowMs)',
-          ]
-        : []),
-      ...(unverified ? ['unverified = :true'] : []),
-      ...(retryAt !== undefined ? ['retryAt = :retryAt'] : []),
-    ];
-    const remove = [
-      'leaseOwner',
-      'leaseUntil',
-      ...(failures === 'reset' ? ['failingSince', 'retryAt'] : []),
-      ...(unverified ? [] : ['unverified']),
-    ];
-    const failureExpression = `${set.map((a) => `, ${a}`).join('')} REMOVE ${remove.join(', ')}`;
     try {
       const result = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: lease.id },
-          ConditionExpression: options.unlessDirty
-            ? 'leaseOwner = :owner AND fence = :fence AND dirty = :false'
-            : 'leaseOwner = :owner AND fence = :fence',
-          UpdateExpression: `SET lastPassAt = :now, dirty = :false${failureExpression}`,
-          ExpressionAttributeValues: {
-            ':owner': lease.owner,
-            ':fence': lease.fence,
-            ':false': false,
-            ':now': this.clock.now().toISOString(),
-            ...(failures !== 'keep' ? { ':zero': 0 } : {}),
-            ...(failures === 'increment'
-              ? { ':one': 1, ':nowMs': this.clock.now().getTime() }
-              : {}),
-            ...(unverified ? { ':true': true } : {}),
-            ...(retryAt !== undefined ? { ':retryAt': retryAt } : {}),
-          },
+          ...releaseUpdate(
+            lease,
+            { failures, unverified, retryAt, keptSlots, unlessDirty: options.unlessDirty },
+            this.clock.now(),
+          ),
           ReturnValues: 'ALL_NEW',
         }),
       );
@@ -595,7 +580,7 @@ export class DynamoStateStore implements RuntimeStore {
     if (!pk.startsWith(serviceLeasePrefix)) return;
     await this.conditionalDelete(
       pk,
-      'attribute_not_exists(leaseOwner) AND attribute_not_exists(unverified) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
+      'attribute_not_exists(leaseOwner) AND attribute_not_exists(unverified) AND attribute_not_exists(keptSlots) AND (attribute_not_exists(failures) OR failures = :zero) AND (attribute_not_exists(dirty) OR dirty = :false)',
       { ':zero': 0, ':false': false },
     );
   }

@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { addRateLimits } from '../aws/clients';
+import { boundedRetry } from '../aws/bounded-retry';
 import { callerRoleOption } from '../aws/caller-role';
 import { DynamoStateStore } from '../state/dynamo-state-store';
 import { EventBridgePublisher } from '../queue/eventbridge-publisher';
@@ -79,33 +80,46 @@ export function createRuntime(
   const clock = options.clock ?? systemClock;
   const adapt = options.adaptClient ?? (<C extends SdkClient>(client: C) => client);
   const endpoints = config.aws.endpoints;
+  const maxAttempts = options.maxAttempts ?? 5;
   const base = {
     region: config.region,
-    maxAttempts: options.maxAttempts ?? 5,
-    retryMode: 'adaptive' as const,
     ...callerRoleOption('functions'),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   };
+  // No client sleeps long between attempts (bounded-retry.ts); throttling of the AWS APIs whose
+  // rate is ours to manage goes back to the queue instead of being retried in place.
+  const handBackThrottling = () => boundedRetry(maxAttempts, 'handBack');
+  const retryThrottling = (attempts = maxAttempts) => boundedRetry(attempts, 'retry');
   const elbv2 = adapt(
     new ElasticLoadBalancingV2Client({
       ...base,
+      ...handBackThrottling(),
       ...(endpoints.elbv2 ? { endpoint: endpoints.elbv2 } : {}),
     }),
   );
   const dynamodb = adapt(
     new DynamoDBClient({
       ...base,
+      ...retryThrottling(),
       ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
     }),
   );
   const doc = DynamoDBDocumentClient.from(dynamodb);
   addRateLimits(elbv2, registrationBudgetFor(config, doc));
   const ec2 = adapt(
-    new EC2Client({ ...base, ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}) }),
+    new EC2Client({
+      ...base,
+      ...handBackThrottling(),
+      ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}),
+    }),
   );
   // Queue URLs carry a host, but the client needs its own endpoint (emulators, VPC endpoints).
   const sqs = adapt(
-    new SQSClient({ ...base, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) }),
+    new SQSClient({
+      ...base,
+      ...retryThrottling(),
+      ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}),
+    }),
   );
 
   const log = options.log ?? powertoolsLog();
@@ -120,6 +134,7 @@ export function createRuntime(
     const client = adapt(
       new ResourceGroupsTaggingAPIClient({
         ...base,
+        ...handBackThrottling(),
         ...(endpoints.tagging ? { endpoint: endpoints.tagging } : {}),
       }),
     );
@@ -137,7 +152,7 @@ export function createRuntime(
               ...base,
               // Publishing must not eat the sync's time budget: short timeouts, few attempts;
               // what does not get through goes back on the queue (lifecycle-feed.ts).
-              maxAttempts: Math.min(base.maxAttempts, 2),
+              ...retryThrottling(Math.min(maxAttempts, 2)),
               requestHandler: { connectionTimeout: 1000, requestTimeout: 3000 },
               ...(endpoints.events ? { endpoint: endpoints.events } : {}),
             }),

@@ -15,6 +15,7 @@ import { runNodeSync } from '../../functions/runtime/node-sync';
 import { runSweep } from '../../functions/runtime/sweep';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
+import { throttledRequeueSeconds } from '../../functions/aws/aws-errors';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const key = 'default/web';
@@ -196,7 +197,10 @@ describe('the serverless runtime end to end (moto + fake API server)', () => {
     const result = await world.handle([{ ...record!, receiveCount: 8 }]);
     expect(result.batchItemFailures).toEqual([]);
     expect(await world.queueDepth()).toMatchObject({ visible: 0, delayed: 1 });
-    expect(world.metrics.get('Retries')).toBe(1);
+    // Throttling is no failure (issue 37): the pass comes back in a moment, uncounted.
+    expect(world.metrics.get('Retries')).toBe(0);
+    const requeued = world.log.lines.filter((l) => l.message === 'sync requeued');
+    expect(requeued.map((l) => l.fields.seconds)).toEqual([throttledRequeueSeconds]);
   });
 
   it('runs as the functions under the RBAC of infra/k8s: every request of a sync is theirs, and a call outside the ClusterRole is refused', async () => {

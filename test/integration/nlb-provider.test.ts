@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DescribeSecurityGroupsCommand } from '@aws-sdk/client-ec2';
 import {
   CreateLoadBalancerCommand,
@@ -17,7 +16,13 @@ import { ACMClient, RequestCertificateCommand } from '@aws-sdk/client-acm';
 import { describe, expect, it } from 'vitest';
 import { ownershipTags } from '../../functions/nlb/model/naming';
 import { readNlbState } from '../../functions/nlb/nlb-state';
-import { failureClassOf, RetryableError, TerminalError } from '../../functions/core/errors';
+import {
+  failureClassOf,
+  RequeueAfterError,
+  RetryableError,
+  TerminalError,
+} from '../../functions/core/errors';
+import { throttledRequeueSeconds } from '../../functions/aws/aws-errors';
 import { stableHash } from '../../functions/core/hash';
 import type { Service } from '../../functions/core/objects';
 import { providerStateOf, type ProviderState } from '../../functions/sync/ports';
@@ -398,17 +403,22 @@ describe('NlbProvider against moto', () => {
     nlbWorld.expectedLeft = [];
   });
 
-  it('reports throttling as retryable with what it had created, and the retry finishes without duplicates', async () => {
+  it('reports throttling as a requeue, not a failure, with what it had created, and the next pass finishes without duplicates', async () => {
     nlbWorld.cluster.recorder.injectFault({
       operation: 'CreateListener',
       kind: 'throttle',
-      times: 5,
+      times: 1,
     });
     const failure = await ensure(service()).then(
       () => undefined,
       (error: unknown) => error,
     );
-    expect(failure).toBeInstanceOf(RetryableError);
+    // Not retried in place (issue 37): the pass ends and comes back through the queue.
+    expect(failure).toBeInstanceOf(RequeueAfterError);
+    expect((failure as RequeueAfterError).seconds).toBe(throttledRequeueSeconds);
+    expect(
+      nlbWorld.cluster.recorder.attempts.filter((a) => a.operation === 'CreateListener'),
+    ).toHaveLength(1);
     const partial = providerStateOf(failure);
     expect(readNlbState(partial).loadBalancerArn).toMatch(/^arn:aws:elasticloadbalancing:/);
 
@@ -510,14 +520,12 @@ describe('NlbProvider against moto', () => {
     });
   });
 
-  it('spaces out target registrations to the client-side rate limit (4 per second)', async () => {
+  it("past the client-side limit's burst, a registration waits at most 250 ms for its slot; one further off ends requeue-after instead (issue 37)", async () => {
     const first = await ensure(service());
     const arn = Object.values(readNlbState(first.state).targetGroups ?? {})[0]!.arn;
-    // The sync's own registrations opened a window of the limiter: start in a fresh one.
-    await sleep(1_100);
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: 5 }, () =>
+    const results = await Promise.allSettled(
+      Array.from({ length: 30 }, () =>
         nlbWorld.cluster.clients.elbv2.send(
           new RegisterTargetsCommand({
             TargetGroupArn: arn,
@@ -526,8 +534,12 @@ describe('NlbProvider against moto', () => {
         ),
       ),
     );
-    // Four fit in the first second; the fifth has to wait for the next window.
-    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    const refused = results.filter((r) => r.status === 'rejected');
+    // The burst of 20 (less what the sync's own 2 left of it) at once, and one more 250 ms later.
+    expect(results.length - refused.length).toBeGreaterThanOrEqual(19);
+    expect(results.length - refused.length).toBeLessThanOrEqual(21);
+    for (const r of refused) expect(r.reason).toBeInstanceOf(RequeueAfterError);
+    expect(performance.now() - started).toBeLessThan(1_000);
     nlbWorld.expectedLeft = everythingOfWeb;
   });
 

@@ -22,6 +22,7 @@ import { inMemoryWorld } from '../../kit/in-memory';
 import { MotoAccount } from '../../kit/moto';
 import { inventory, surplus } from './support/inventory';
 import { recordPending, recordScenario, type ScenarioResult } from './support/summary';
+import { boundedRetry } from '../../functions/aws/bounded-retry';
 import { callerRoleOption } from '../../functions/aws/caller-role';
 
 /**
@@ -63,13 +64,14 @@ type World = ReturnType<typeof inMemoryWorld>;
 
 /** The provider's clients on the account, with the fault model in front of moto. */
 function faultyClients(account: MotoAccount, model: AwsFaultModel): NlbClients {
-  const role = callerRoleOption('functions');
-  const elbv2 = model.attach(account.client(ElasticLoadBalancingV2Client, role));
+  // As createRuntime builds them: each client its own bounded retry strategy (issue 37).
+  const role = () => ({ ...callerRoleOption('functions'), ...boundedRetry(3, 'handBack') });
+  const elbv2 = model.attach(account.client(ElasticLoadBalancingV2Client, role()));
   addRateLimits(elbv2);
   return {
     elbv2,
-    ec2: model.attach(account.client(EC2Client, role)),
-    tagging: model.attach(account.client(ResourceGroupsTaggingAPIClient, role)),
+    ec2: model.attach(account.client(EC2Client, role())),
+    tagging: model.attach(account.client(ResourceGroupsTaggingAPIClient, role())),
   };
 }
 

@@ -10,6 +10,7 @@ import type {
 import { addRateLimits, type NlbClients } from '../../../functions/aws/clients';
 import type { InstrumentableClient } from '../../../kit/aws-calls';
 import type { MotoAccount } from '../../../kit/moto';
+import { boundedRetry } from '../../../functions/aws/bounded-retry';
 import { callerRoleOption } from '../../../functions/aws/caller-role';
 
 /**
@@ -25,13 +26,14 @@ export function crashingClients(
   also: <C extends InstrumentableClient>(client: C) => C = (client) => client,
 ) {
   const crash = crashAfterCalls(crashAfter, also);
-  const role = callerRoleOption('functions');
-  const elbv2 = crash.instrument(account.client(ElasticLoadBalancingV2Client, role));
+  // As createRuntime builds them: each client its own bounded retry strategy (issue 37).
+  const role = () => ({ ...callerRoleOption('functions'), ...boundedRetry(3, 'handBack') });
+  const elbv2 = crash.instrument(account.client(ElasticLoadBalancingV2Client, role()));
   addRateLimits(elbv2);
   const clients: NlbClients = {
     elbv2,
-    ec2: crash.instrument(account.client(EC2Client, role)),
-    tagging: crash.instrument(account.client(ResourceGroupsTaggingAPIClient, role)),
+    ec2: crash.instrument(account.client(EC2Client, role())),
+    tagging: crash.instrument(account.client(ResourceGroupsTaggingAPIClient, role())),
   };
   return { clients, crashed: crash.crashed, calls: crash.calls };
 }

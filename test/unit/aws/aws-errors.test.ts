@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { translateAwsError } from '../../../functions/aws/aws-errors';
+import { throttledRequeueSeconds, translateAwsError } from '../../../functions/aws/aws-errors';
 import {
   errorKind,
   failureClassOf,
   NotFoundError,
+  RequeueAfterError,
   RetryableError,
   TerminalError,
 } from '../../../functions/core/errors';
@@ -16,9 +17,23 @@ function awsError(code: string): Error {
 }
 
 describe('AWS errors by what fixes them (docs/design.md §4)', () => {
+  it.each(['Throttling', 'RequestLimitExceeded', 'ThrottlingException'])(
+    '%s is no failure: the sync comes back through the queue in a moment (issue 37)',
+    (code) => {
+      const translated = translateAwsError(awsError(code), 'create load balancer');
+      expect(translated).toBeInstanceOf(RequeueAfterError);
+      expect(errorKind(translated)).toBe('requeue-after');
+      expect((translated as RequeueAfterError).seconds).toBe(throttledRequeueSeconds);
+      expect(translated.message).toMatch(/^AWS throttled create load balancer: /);
+    },
+  );
+
+  it("our own limits' requeue passes through untouched", () => {
+    const requeue = new RequeueAfterError('the budget is booked', 3);
+    expect(translateAwsError(requeue, 'register targets')).toBe(requeue);
+  });
+
   it.each([
-    ['Throttling', 'throttling'],
-    ['RequestLimitExceeded', 'throttling'],
     ['TooManyLoadBalancers', 'quota'],
     ['TooManyTargets', 'quota'],
     ['TooManyRegistrationsForTargetId', 'quota'],

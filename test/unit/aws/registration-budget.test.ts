@@ -2,16 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
   RegistrationBudget,
-  registrationDeadline,
-  registrationNamespace,
   withRegistrationScope,
   TatBudgetStore,
   type TatItem,
 } from '../../../functions/aws/registration-budget';
 import {
   applyBudgetWrite,
+  bookedSlotTimes,
   bookSlot,
+  keptSlotGraceMs,
   latestBookableTat,
+  parseKeptSlots,
+  slotWaitBoundMs,
+  useKeptSlot,
+  type KeptSlot,
   namespaceLanes,
   slotRule,
   type BudgetWrite,
@@ -129,64 +133,214 @@ describe('TatBudgetStore (the conditional updates)', () => {
     const item = new MemoryTatItem();
     item.tat = 100;
     const store = new TatBudgetStore(item);
-    expect(await store.book(60_000, register)).toEqual({ kind: 'slot', atMs: 60_000, tat: 60_250 });
+    expect(await store.book(60_000, register)).toMatchObject({
+      kind: 'slot',
+      atMs: 60_000,
+      tat: 60_250,
+    });
+  });
+
+  it('books several consecutive slots with one write, judged by the first', async () => {
+    const item = new MemoryTatItem();
+    // 8 of the burst's 10 slots are used: two more go at once, the third one interval later.
+    item.tat = register.toleranceMs - register.intervalMs;
+    const store = new TatBudgetStore(item);
+    expect(await store.book(0, register, undefined, 3)).toEqual({
+      kind: 'slot',
+      atMs: 0,
+      tat: register.toleranceMs + 2 * register.intervalMs,
+      slots: [0, 0, 250],
+    });
+    // The store had not seen the item: its idle write was refused, then one write booked all three.
+    expect(item.writes).toBe(2);
+    expect(bookedSlotTimes(1_000, 2, 0, register)).toEqual([0, 0]);
   });
 });
 
 describe('RegistrationBudget', () => {
-  function budgetAt(now: { ms: number }, item = new MemoryTatItem()) {
+  function budgetAt(now: { ms: number }, item = new MemoryTatItem(), perNamespace = true) {
     const waits: number[] = [];
-    const budget = new RegistrationBudget(new TatBudgetStore(item), spec, {
-      nowMs: () => now.ms,
-      sleep: (ms) => {
-        waits.push(ms);
-        now.ms += ms;
-        return Promise.resolve();
+    const budget = new RegistrationBudget(
+      new TatBudgetStore(item),
+      spec,
+      {
+        nowMs: () => now.ms,
+        sleep: (ms) => {
+          waits.push(ms);
+          now.ms += ms;
+          return Promise.resolve();
+        },
       },
-    });
+      { perNamespace },
+    );
     return { budget, waits, item };
   }
 
-  it('waits for the booked slot', async () => {
+  /** Runs `take` in a key's scope; returns the scope (its kept slots) and the error, if any. */
+  async function takeFor(key: string, budget: RegistrationBudget, operation = 'RegisterTargets') {
+    let kept: KeptSlot[] = [];
+    const error = await withRegistrationScope(key, (scope) => {
+      kept = scope.kept;
+      return budget.take(operation);
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return { kept, error };
+  }
+
+  it('waits for a slot within the bound, and never longer', async () => {
     const now = { ms: 0 };
     const { budget, waits } = budgetAt(now);
     for (let i = 0; i < 12; i++) await budget.take('RegisterTargets');
     expect(waits).toEqual([250, 250]);
+    expect(slotWaitBoundMs).toBe(250);
   });
 
-  it('past the horizon, throws RequeueAfterError with whole seconds instead of booking', async () => {
+  it('a slot further off than the bound is booked and kept for the key, and the pass ends requeue-after', async () => {
+    const now = { ms: 0 };
+    const item = new MemoryTatItem();
+    // The next slot is 3.1 s away.
+    item.tat = register.toleranceMs + 3_100;
+    const { budget, waits } = budgetAt(now, item);
+    const { kept, error } = await takeFor('team-a/web', budget);
+    expect(error).toBeInstanceOf(RequeueAfterError);
+    // Back 3 s later (SQS delays are whole seconds), 100 ms before the slot.
+    expect((error as RequeueAfterError).seconds).toBe(3);
+    expect((error as RequeueAfterError).message).toMatch(/kept for this Service/);
+    expect(kept).toEqual([{ lane: 'register', atMs: 3_100 }]);
+    expect(waits).toEqual([]);
+    // Booked: the next caller books behind it.
+    expect(item.tat).toBe(register.toleranceMs + 3_350);
+    expect(item.writes).toBe(2);
+  });
+
+  it("the key's next pass uses its kept slot without booking again: early, it goes back; due, it waits at most the bound; late, it goes at once", async () => {
+    const now = { ms: 2_000 };
+    const item = new MemoryTatItem();
+    item.tat = register.toleranceMs + 3_350;
+    const { budget, waits } = budgetAt(now, item);
+    const kept: KeptSlot[] = [{ lane: 'register', atMs: 3_100 }];
+    const pass = () =>
+      withRegistrationScope('team-a/web', (scope) => {
+        scope.kept.push(...kept.splice(0));
+        return budget.take('RegisterTargets').finally(() => kept.push(...scope.kept));
+      });
+    // 1.1 s early: back in a second, the slot still kept.
+    const early = await pass().catch((e: unknown) => e);
+    expect((early as RequeueAfterError).seconds).toBe(1);
+    expect(kept).toEqual([{ lane: 'register', atMs: 3_100 }]);
+    // 150 ms before it: waits for it, and it is used up.
+    now.ms = 2_950;
+    await pass();
+    expect(waits).toEqual([150]);
+    expect(kept).toEqual([]);
+    // A slot 1.5 s late (the batching window, a slow invoke) still goes, at once.
+    kept.push({ lane: 'register', atMs: 1_600 });
+    await pass();
+    expect(waits).toEqual([150]);
+    expect(kept).toEqual([]);
+    // None of this wrote to the budget item.
+    expect(item.writes).toBe(0);
+    expect(item.tat).toBe(register.toleranceMs + 3_350);
+  });
+
+  it('a kept slot older than the grace is given up and a new one booked', async () => {
+    const now = { ms: 10_000 };
+    const { budget, item } = budgetAt(now);
+    await withRegistrationScope('team-a/web', async (scope) => {
+      scope.kept.push({ lane: 'register', atMs: 10_000 - keptSlotGraceMs - 1 });
+      await budget.take('RegisterTargets');
+      expect(scope.kept).toEqual([]);
+    });
+    expect(item.writes).toBe(1);
+  });
+
+  it('a kept slot serves its own lane only', () => {
+    const kept: KeptSlot[] = [
+      { lane: 'deregister', atMs: 1_000 },
+      { lane: 'register', atMs: 5_000 },
+      { lane: 'register', atMs: 1_100 },
+    ];
+    expect(useKeptSlot(kept, 'register', 1_000)).toEqual({ kind: 'use', atMs: 1_100 });
+    expect(useKeptSlot(kept, 'register', 1_000)).toEqual({ kind: 'early', atMs: 5_000 });
+    expect(useKeptSlot(kept, 'deregister', 1_000)).toEqual({ kind: 'use', atMs: 1_000 });
+    expect(useKeptSlot(kept, 'deregister', 1_000)).toEqual({ kind: 'none' });
+    expect(
+      parseKeptSlots([
+        { lane: 'register', atMs: 5 },
+        { lane: 'x', atMs: 1 },
+        'junk',
+        { lane: 'deregister', atMs: 'soon' },
+      ]),
+    ).toEqual([{ lane: 'register', atMs: 5 }]);
+    expect(parseKeptSlots(undefined)).toEqual([]);
+  });
+
+  it('past the horizon, throws RequeueAfterError with whole seconds, booking and keeping nothing', async () => {
     const now = { ms: 0 };
     const item = new MemoryTatItem();
     item.tat = latestBookableTat(0, register) + 2_100;
     const { budget, waits } = budgetAt(now, item);
-    const error = await budget.take('RegisterTargets').catch((e: unknown) => e);
+    const { kept, error } = await takeFor('team-a/web', budget);
     expect(error).toBeInstanceOf(RequeueAfterError);
     expect((error as RequeueAfterError).seconds).toBe(3);
+    expect(kept).toEqual([]);
     expect(waits).toEqual([]);
     expect(item.tat).toBe(latestBookableTat(0, register) + 2_100);
-    // A deregistration still gets in, 12.1 s from now.
-    await budget.take('DeregisterTargets');
-    expect(waits).toEqual([latestBookableTat(0, register) + 2_100 - register.toleranceMs]);
+    // A deregistration still gets in: its slot, 12.1 s from now, is booked and kept.
+    const dereg = await takeFor('team-a/web', budget, 'DeregisterTargets');
+    const atMs = latestBookableTat(0, register) + 2_100 - register.toleranceMs;
+    expect(dereg.kept).toEqual([{ lane: 'deregister', atMs }]);
+    expect((dereg.error as RequeueAfterError).seconds).toBe(Math.ceil((atMs - 250) / 1000));
+    expect(waits).toEqual([]);
   });
 
-  it('inside a sync, books no slot past its registration deadline, and says to come back when the lane would take it', async () => {
+  it('never sleeps past the bound, whatever the traffic: three instances, two namespaces, both lanes', async () => {
     const now = { ms: 0 };
     const item = new MemoryTatItem();
-    // The next registration slot is 8 s away: within the lane's 10 s horizon.
-    item.tat = register.toleranceMs + 8_000;
-    const { budget, waits } = budgetAt(now, item);
-    const error = await registrationDeadline
-      .run(5_000, () => budget.take('RegisterTargets'))
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RequeueAfterError);
-    expect((error as RequeueAfterError).seconds).toBe(1);
-    expect(waits).toEqual([]);
-    expect(item.tat).toBe(register.toleranceMs + 8_000);
-    // With time left before the deadline, the same slot is booked and waited for.
-    await registrationDeadline.run(9_000, () => budget.take('RegisterTargets'));
-    expect(waits).toEqual([8_000]);
+    // Callers are concurrent: one's sleep does not hold the others back.
+    const waits: number[] = [];
+    const instances = [0, 1, 2].map(
+      () =>
+        new RegistrationBudget(new TatBudgetStore(item), spec, {
+          nowMs: () => now.ms,
+          sleep: (ms) => {
+            waits.push(ms);
+            return Promise.resolve();
+          },
+        }),
+    );
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const kept = new Map<string, KeptSlot[]>();
+    let deferred = 0;
+    let used = 0;
+    for (let i = 0; i < 600; i++) {
+      now.ms += Math.floor(random() * 120);
+      const key = `${random() < 0.7 ? 'busy' : 'quiet'}/svc-${Math.floor(random() * 40)}`;
+      const budget = instances[i % 3]!;
+      const operation = random() < 0.3 ? 'DeregisterTargets' : 'RegisterTargets';
+      await withRegistrationScope(key, async (scope) => {
+        scope.kept.push(...(kept.get(key) ?? []));
+        await budget.take(operation).then(
+          () => used++,
+          (e: unknown) => {
+            expect(e).toBeInstanceOf(RequeueAfterError);
+            deferred++;
+          },
+        );
+        kept.set(key, [...scope.kept]);
+      });
+    }
+    expect(Math.max(...waits)).toBeLessThanOrEqual(slotWaitBoundMs);
+    // The traffic is well over 4/s: some calls waited, some went back to the queue.
+    expect(waits.length).toBeGreaterThan(0);
+    expect(deferred).toBeGreaterThan(0);
+    expect(used).toBeGreaterThan(0);
   });
-  it('a namespace over its share waits behind the others, unbooked, while another namespace books at once', async () => {
+
+  it('a namespace over its share comes back when its turn is due, unbooked, while another namespace books', async () => {
     const now = { ms: 0 };
     const item = new MemoryTatItem();
     const hog = namespaceLanes('hog');
@@ -198,42 +352,41 @@ describe('RegistrationBudget', () => {
     const tat = register.toleranceMs + register.intervalMs + 3_000;
     item.values = { tat, [hog[0]]: tat, [hog[1]]: tat };
     const { budget, waits } = budgetAt(now, item);
-    await registrationNamespace.run(quiet, () => budget.take('RegisterTargets'));
-    expect(waits).toEqual([3_250]);
-    // At the same moment, the hog waits until its latest slot is within a second (2 s), then
-    // books behind the quiet call (at 3.5 s).
-    now.ms = 0;
-    await registrationNamespace.run('hog', () => budget.take('RegisterTargets'));
-    expect(waits.slice(1)).toEqual([2_000, 1_500]);
-    expect(item.writes).toBeLessThanOrEqual(5);
+    const q = await takeFor(`${quiet}/web`, budget);
+    expect(q.kept).toEqual([{ lane: 'register', atMs: 3_250 }]);
+    // The hog's turn comes when its latest slot is within a second (2 s): nothing booked.
+    const writes = item.writes;
+    const h = await takeFor('hog/web', budget);
+    expect((h.error as RequeueAfterError).seconds).toBe(2);
+    expect((h.error as RequeueAfterError).message).toMatch(/holds its share/);
+    expect(h.kept).toEqual([]);
+    expect(item.writes).toBe(writes + 1);
+    // Back then, it books behind the quiet call (at 3.5 s), and keeps that slot.
+    now.ms = 2_000;
+    const again = await takeFor('hog/web', budget);
+    expect(again.kept).toEqual([{ lane: 'register', atMs: 3_500 }]);
+    expect(waits).toEqual([]);
   });
 
   it('first come, first served without a namespace, or when fairness is off', async () => {
     const hog = namespaceLanes('hog');
     const far = latestBookableTat(0, register) - 500;
-    const fill = (item: MemoryTatItem) =>
-      (item.values = { tat: far, [hog[0]]: far, [hog[1]]: far });
     for (const perNamespace of [false, true]) {
       const now = { ms: 0 };
       const item = new MemoryTatItem();
-      fill(item);
-      const waits: number[] = [];
-      const budget = new RegistrationBudget(
-        new TatBudgetStore(item),
-        spec,
-        {
-          nowMs: () => now.ms,
-          sleep: (ms) => {
-            waits.push(ms);
-            now.ms += ms;
-            return Promise.resolve();
-          },
-        },
-        { perNamespace },
-      );
-      if (perNamespace) await budget.take('RegisterTargets');
-      else await registrationNamespace.run('quiet', () => budget.take('RegisterTargets'));
-      expect(waits).toEqual([far - register.toleranceMs]);
+      item.values = { tat: far, [hog[0]]: far, [hog[1]]: far };
+      const { budget } = budgetAt(now, item, perNamespace);
+      // Fairness off: the hog's own key books at once; on: a call outside any key's sync.
+      const { kept, error } = perNamespace
+        ? await budget.take('RegisterTargets').then(
+            () => ({ kept: [], error: undefined }),
+            (e: unknown) => ({ kept: [], error: e }),
+          )
+        : await takeFor('hog/web', budget);
+      expect(error).toBeInstanceOf(RequeueAfterError);
+      if (!perNamespace)
+        expect(kept).toEqual([{ lane: 'register', atMs: far - register.toleranceMs }]);
+      expect(item.tat).toBe(far + register.intervalMs);
     }
   });
 
@@ -249,8 +402,8 @@ describe('RegistrationBudget', () => {
       nowMs: () => 0,
       sleep: () => Promise.resolve(),
     });
-    await withRegistrationScope('team-a/web', 30_000, () => budget.take('RegisterTargets'));
-    await withRegistrationScope('not a key', 30_000, () => budget.take('RegisterTargets'));
+    await withRegistrationScope('team-a/web', () => budget.take('RegisterTargets'));
+    await withRegistrationScope('not a key', () => budget.take('RegisterTargets'));
     await budget.take('DeregisterTargets');
     expect(seen).toEqual(['team-a', undefined, undefined]);
   });
