@@ -86,7 +86,9 @@ export interface SimService {
 
 /**
  * Our runtime on virtual time, with `services` LB Services already synced to the initial nodes,
- * and the node that will be added. Every Service record, target group and Lambda instance is made
+ * and the node that will be added. Each function instance has its own view of the state table
+ * (its own host-set chunk cache, as DynamoStateStore keeps); the node-sync function's instances
+ * start with the current set cached, as the timer's tick (every 100 s) leaves them. Every Service record, target group and Lambda instance is made
  * in the same order each time, so runs repeat exactly.
  */
 export function ourWorld(
@@ -203,7 +205,7 @@ export function ourWorld(
   const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
   const metrics = new CountingMetrics();
   const clients: FakeAwsClients[] = [];
-  const makeRuntime = (w: number): RuntimeContext => {
+  const makeRuntime = (w: number, warm = false): RuntimeContext => {
     const aws = new FakeAwsClients(
       account,
       clock,
@@ -231,7 +233,7 @@ export function ourWorld(
         nodePolicy: 'stable',
       },
       provider,
-      store: table,
+      store: table.instanceView(warm),
       queue: new SqsWorkQueue(queue.asSqsClient(), config.queueUrl),
       nodeQueue: new SqsWorkQueue(nodeQueue.asSqsClient(), config.nodeQueueUrl ?? config.queueUrl),
       separateNodeQueue,
@@ -243,7 +245,7 @@ export function ourWorld(
   const runtimes = Array.from({ length: concurrency }, (_, w) => makeRuntime(w));
   // The node-sync function: its event source mapping's smallest maximum concurrency, 2.
   const nodeRuntimes = separateNodeQueue
-    ? Array.from({ length: 2 }, (_, w) => makeRuntime(concurrency + w))
+    ? Array.from({ length: 2 }, (_, w) => makeRuntime(concurrency + w, true))
     : [];
   const nodeEsm: EsmOptions = {
     concurrency: nodeRuntimes.length,

@@ -10,9 +10,11 @@ import type {
   AcquireResult,
   FailureUpdate,
   FinishResult,
+  GatedAcquireResult,
   GlobalRun,
   Lease,
   NodeSyncTimer,
+  RunGate,
   RuntimeStore,
   ServiceItemSummary,
   SweepBook,
@@ -326,6 +328,11 @@ export class FakeQueue {
   }
 }
 
+/** The host set's chunks one instance holds in memory, by the set's hash. */
+interface ChunkCache {
+  hash: string | undefined;
+}
+
 export interface StateStats {
   calls: number;
 }
@@ -375,6 +382,23 @@ export class FakeStateTable implements RuntimeStore {
 
   acquireRunLease(run: GlobalRun, owner: string, ttlSeconds: number): Promise<AcquireResult> {
     return this.acquire(leasePk(run), owner, ttlSeconds);
+  }
+
+  /** As DynamoStateStore: the gate is part of the one conditional write, and writes nothing. */
+  async acquireNodeSyncLease(
+    owner: string,
+    ttlSeconds: number,
+    gate: RunGate,
+  ): Promise<GatedAcquireResult> {
+    const item = this.item(nodeSyncLeasePk);
+    const nowCalendar = this.clock.now().getTime();
+    const lastRun = typeof item.lastRunAtMs === 'number' ? item.lastRunAtMs : undefined;
+    const tick = typeof item.chain === 'string' && gate.chains.includes(item.chain);
+    if (lastRun !== undefined && !tick && lastRun + gate.minIntervalMs > nowCalendar) {
+      await this.call();
+      return { acquired: false, tooSoon: true, dueAtMs: lastRun + gate.minIntervalMs };
+    }
+    return this.acquire(nodeSyncLeasePk, owner, ttlSeconds);
   }
 
   private async acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult> {
@@ -471,7 +495,42 @@ export class FakeStateTable implements RuntimeStore {
     return { kind: 'released', failures: Number(item.failures ?? 0) };
   }
 
-  fencedBy(lease: Lease): StateStore {
+  /**
+   * One function instance's view of the table: DynamoStateStore keeps the host set's chunks it
+   * last read or wrote in memory (HostSetItems), so an instance that has them reads only the meta
+   * item. `warm`: the instance has the current set already (the node-sync function's instances
+   * read it at every tick of the timer chain, every 100 s).
+   */
+  instanceView(warm = false): RuntimeStore {
+    const cache: ChunkCache = { hash: warm ? this.eligible?.hash : undefined };
+    return {
+      acquireServiceLease: (key, owner, ttl) => this.acquireServiceLease(key, owner, ttl),
+      acquireRunLease: (run, owner, ttl) => this.acquireRunLease(run, owner, ttl),
+      acquireNodeSyncLease: (owner, ttl, gate) => this.acquireNodeSyncLease(owner, ttl, gate),
+      finish: (lease, failures, ttl, unverified, retryAt, kept) =>
+        this.finish(lease, failures, ttl, unverified, retryAt, kept),
+      handBack: (lease, failures, unverified, retryAt, kept) =>
+        this.handBack(lease, failures, unverified, retryAt, kept),
+      fencedBy: (lease) => this.fencedBy(lease, cache),
+      listServiceItems: () => this.listServiceItems(),
+      putPendingEvents: (events, expiresAt) => this.putPendingEvents(events, expiresAt),
+      getPendingEvents: (ids) => this.getPendingEvents(ids),
+      deletePendingEvents: (ids) => this.deletePendingEvents(ids),
+      nodeSyncTimer: () => this.nodeSyncTimer(),
+      recordNodeSyncRun: (atMs) => this.recordNodeSyncRun(atMs),
+      claimCoalescedPass: (untilMs) => this.claimCoalescedPass(untilMs),
+      releaseCoalescedPass: () => this.releaseCoalescedPass(),
+      recordTick: (atMs) => this.recordTick(atMs),
+      startTimerChain: (chain, atMs) => this.startTimerChain(chain, atMs),
+      sweepBook: () => this.sweepBook(),
+      startResyncPass: (pass, previous) => this.startResyncPass(pass, previous),
+      markOrphanSeen: (uid, atMs) => this.markOrphanSeen(uid, atMs),
+      clearOrphan: (uid) => this.clearOrphan(uid),
+      recordSweepRun: (atMs) => this.recordSweepRun(atMs),
+    };
+  }
+
+  fencedBy(lease: Lease, cache: ChunkCache = { hash: undefined }): StateStore {
     // The record item is written whole, conditioned on the version this lease's holder saw.
     const recordWrite = async (key: ServiceKey, rec: ServiceRecord | undefined) => {
       await this.call();
@@ -518,9 +577,10 @@ export class FakeStateTable implements RuntimeStore {
       },
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: async () => {
-        // The meta item, then the chunk (one chunk holds ~3,000 hosts).
+        // The meta item, then the chunk (one chunk holds ~3,000 hosts) unless the instance has it.
         await this.call();
-        await this.call();
+        if (this.eligible !== undefined && cache.hash !== this.eligible.hash) await this.call();
+        cache.hash = this.eligible?.hash;
         return this.eligible === undefined ? undefined : structuredClone(this.eligible);
       },
       putEligibleHosts: async (hosts) => {
@@ -530,6 +590,7 @@ export class FakeStateTable implements RuntimeStore {
         await fenced(() => {
           this.eligible = structuredClone(hosts);
         });
+        cache.hash = hosts.hash;
         await this.call();
       },
     };

@@ -247,34 +247,46 @@ export class RegistrationBudget {
   }
 
   /**
-   * Books, before a pass makes any call, the slots its calls of each lane will need (less those
-   * the key keeps already), and keeps them for it. When the first of them is too far off to
-   * wait for, throws the RequeueAfterError that brings the key back for it: the pass ends before
-   * spending any call it would repeat. Outside a key's sync it does nothing.
+   * Books, before a pass makes any call, the slots its calls of both lanes will need (less those
+   * the key keeps already), in one booking: a pass never holds half its slots while it waits for
+   * the rest (they would go stale unused). The removals get the first slots, as they go first.
+   * When that booking is refused and the pass also removes targets, the removals alone book on
+   * their own, longer horizon: removals keep their priority on a saturated budget. When the first
+   * slot is too far off to wait for, throws the RequeueAfterError that brings the key back for
+   * it: the pass ends before spending any call it would repeat. Outside a key's sync, nothing.
    */
   async reserve(calls: Readonly<Record<BudgetLane, number>>): Promise<void> {
     const scope = registrationScope.getStore();
     if (scope === undefined) return;
     const namespace = this.namespaceOf(scope);
-    const wanted = (['deregister', 'register'] as const).filter((lane) => calls[lane] > 0);
-    for (const lane of wanted) {
-      const kept = scope.kept.filter((slot) => slot.lane === lane).length;
-      const count = Math.min(maxKeptSlots - scope.kept.length, calls[lane] - kept);
-      if (count <= 0) continue;
-      const slots = await this.book(
-        lane,
-        count,
-        namespace,
-        `${lane === 'register' ? 'Register' : 'Deregister'}Targets`,
+    const room = () => maxKeptSlots - scope.kept.length;
+    const missing = (lane: BudgetLane) =>
+      Math.max(0, calls[lane] - scope.kept.filter((slot) => slot.lane === lane).length);
+    const deregister = Math.min(room(), missing('deregister'));
+    const register = Math.min(room() - deregister, missing('register'));
+    scope.expected.deregister = 0;
+    scope.expected.register = 0;
+    if (deregister + register > 0) {
+      const lane: BudgetLane = register > 0 ? 'register' : 'deregister';
+      let slots: readonly number[];
+      try {
+        slots = await this.book(lane, deregister + register, namespace, 'the sync');
+      } catch (error) {
+        if (lane === 'deregister' || deregister === 0) throw error;
+        // The removals alone, on their own horizon; the additions book when their turn comes.
+        slots = await this.book('deregister', deregister, namespace, 'DeregisterTargets');
+      }
+      slots.forEach((atMs, i) =>
+        scope.kept.push({ lane: i < deregister ? 'deregister' : 'register', atMs }),
       );
-      for (const atMs of slots) scope.kept.push({ lane, atMs });
-      scope.expected[lane] = 0;
     }
-    const nowMs = this.timer.nowMs();
+    const wanted = (['deregister', 'register'] as const).filter((lane) => calls[lane] > 0);
     const first = Math.min(
       ...scope.kept.filter((slot) => wanted.includes(slot.lane)).map((slot) => slot.atMs),
     );
-    if (first - nowMs > slotWaitBoundMs) throw this.deferred('the sync', first, namespace);
+    if (first - this.timer.nowMs() > slotWaitBoundMs) {
+      throw this.deferred('the sync', first, namespace);
+    }
   }
 
   private namespaceOf(scope: RegistrationScope | undefined): string | undefined {

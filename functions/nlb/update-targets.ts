@@ -68,7 +68,7 @@ export type RecordedTargetGroup = NonNullable<NlbState['targetGroups']>[string];
 /**
  * Brings each group's registered targets to `wanted`, with nothing read but, for a group whose
  * targets are not recorded (too many, an older record, or `readTargets`), one
- * DescribeTargetHealth. Removals first (a node that left, or a pod on its way out, matters more
+ * DescribeTargetHealth. The groups are changed side by side. Removals first (a node that left, or a pod on its way out, matters more
  * than a new one, and the registration budget gives them priority), except where a group would
  * drop to zero targets in between: there the new targets go in first. In batches of 200, each
  * recorded as it lands, so a failure part-way keeps what was done (on the error's
@@ -140,10 +140,25 @@ export async function applyTargetChanges(
       tg.targets = [...current].sort();
     }
   };
+  // The groups of one phase at once (each on its own slot); every call of the phase settled, and
+  // recorded, before the next phase or the error.
+  const phase = async (calls: readonly (() => Promise<void>)[]) => {
+    const settled = await Promise.allSettled(calls.map((call) => call()));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed !== undefined) throw failed.reason as Error;
+  };
   try {
-    for (const c of changes) if (c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
-    for (const c of changes) await send(c.tg, 'register', c.register);
-    for (const c of changes) if (!c.keepsTargets) await send(c.tg, 'deregister', c.deregister);
+    await phase(
+      changes
+        .filter((c) => c.keepsTargets)
+        .map((c) => () => send(c.tg, 'deregister', c.deregister)),
+    );
+    await phase(changes.map((c) => () => send(c.tg, 'register', c.register)));
+    await phase(
+      changes
+        .filter((c) => !c.keepsTargets)
+        .map((c) => () => send(c.tg, 'deregister', c.deregister)),
+    );
     for (const c of changes) c.tg.targets = [...c.ids].sort();
   } catch (error) {
     // A target group deleted behind our back: drift, which only a full Ensure repairs. A

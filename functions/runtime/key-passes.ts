@@ -1,7 +1,10 @@
 import { withRegistrationScope, type RegistrationScope } from '../aws/registration-budget';
 import type { WorkMessage } from '../contract/work-messages';
 import { errorMessage, failureClassOf } from '../core/errors';
-import type { ServiceKey } from '../core/keys';
+import { parseServiceKey, type ServiceKey } from '../core/keys';
+import type { Service } from '../core/objects';
+import type { KubernetesApi } from '../sync/ports';
+import type { EligibleHosts } from '../core/node-sync-plan';
 import { backoffSeconds } from '../core/backoff';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
@@ -24,6 +27,8 @@ export interface KeyOrigin {
   readonly pass?: string | undefined;
   /** Run by node sync itself (a direct host update), within its run's time. */
   readonly direct?: boolean;
+  /** The eligible hosts node sync has just worked out, for its direct host updates. */
+  readonly eligible?: EligibleHosts | undefined;
 }
 
 /** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
@@ -71,6 +76,10 @@ async function runPasses(
   };
   let mode = firstMode(modes);
   let held: Lease | undefined;
+  // The live Service is read while the lease is being taken, for the first pass (issue 37: one
+  // round trip less). Safe: a change after this read comes with a message of its own, which
+  // either takes the lease after this holder or marks it dirty for one more pass.
+  const firstPassKube = readingAhead(ctx.syncDeps.kube, key);
   try {
     const acquired = await ctx.store.acquireServiceLease(
       key,
@@ -113,7 +122,12 @@ async function runPasses(
     );
     const retryAt = () => ctx.syncDeps.clock.now().getTime() + retryDelay * 1000;
     for (let passNumber = 1; passNumber <= maxPassesPerReceive; passNumber++) {
-      const deps = { ...ctx.syncDeps, state: ctx.store.fencedBy(lease), lifecycle };
+      const deps = {
+        ...ctx.syncDeps,
+        kube: passNumber === 1 ? firstPassKube : ctx.syncDeps.kube,
+        state: ctx.store.fencedBy(lease),
+        lifecycle,
+      };
       const started = ctx.syncDeps.clock.now().getTime();
       const checksAws = mode === 'resync' || (mode === 'service' && unverified);
       // After a failure or a takeover the record's targets may not be AWS's (a registration that
@@ -122,7 +136,7 @@ async function runPasses(
       if (mode === 'targets' && unverified) ctx.metrics.count('TargetsSyncsFromAws');
       outcome =
         mode === 'hosts'
-          ? await syncHosts(key, deps, { readTargets: unverified })
+          ? await syncHosts(key, deps, { readTargets: unverified, eligible: origin.eligible })
           : mode === 'targets'
             ? await syncTargets(key, deps, { readTargets: unverified })
             : await syncService(key, deps, {
@@ -160,6 +174,9 @@ async function runPasses(
       if (finish.kind !== 'again') break;
       // Something changed during the pass: one more full sync covers whatever it was.
       mode = 'service';
+      // Unless this pass waits for its turn (a slot, a rate): the full sync comes back then,
+      // rather than run now into the same wait (issue 37).
+      if (outcome.kind === 'requeue-after') break;
     }
     let handedBack = false;
     if (finish.kind === 'again') {
@@ -225,6 +242,47 @@ async function runPasses(
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     return { message: again(mode, key, sweepPass), seconds: ctx.config.backoffMaxSeconds };
   }
+}
+
+/**
+ * The Kubernetes API with the key's Service already asked for: the first `getService` of it gets
+ * that answer (or its error), every other call goes through. A key that is not one reads nothing.
+ */
+function readingAhead(kube: KubernetesApi, key: ServiceKey): KubernetesApi {
+  let parsed: { namespace: string; name: string };
+  try {
+    parsed = parseServiceKey(key);
+  } catch {
+    return kube;
+  }
+  let ahead: Promise<Service | undefined> | undefined = kube.getService(
+    parsed.namespace,
+    parsed.name,
+  );
+  // Not awaited when the key is busy: its failure then goes nowhere.
+  ahead.catch(() => undefined);
+  return {
+    ...bindAll(kube),
+    getService: (namespace, name) => {
+      const answer = ahead;
+      ahead = undefined;
+      return answer !== undefined && namespace === parsed.namespace && name === parsed.name
+        ? answer
+        : kube.getService(namespace, name);
+    },
+  };
+}
+
+/** The port's methods bound to their object, so they survive being spread into another. */
+function bindAll(kube: KubernetesApi): KubernetesApi {
+  return {
+    getService: (namespace, name) => kube.getService(namespace, name),
+    addFinalizer: (service, finalizer) => kube.addFinalizer(service, finalizer),
+    removeFinalizer: (service, finalizer) => kube.removeFinalizer(service, finalizer),
+    patchServiceStatus: (service, status) => kube.patchServiceStatus(service, status),
+    listNodes: () => kube.listNodes(),
+    listEndpointSlices: (namespace, name) => kube.listEndpointSlices(namespace, name),
+  };
 }
 
 /**

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { syncNodes } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
+import type { AcquireResult } from './ports';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
 import type { WorkMessage } from '../contract/work-messages';
 import { runKey, secondsUntilExpiry } from './key-passes';
 import type { ServiceKey } from '../core/keys';
+import type { EligibleHosts } from '../core/node-sync-plan';
 
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
@@ -29,12 +31,8 @@ export async function runNodeSync(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
 ): Promise<NodeSyncRun> {
-  if (await coalesced(ctx, triggers)) return { kind: 'done' };
-  const acquired = await ctx.store.acquireRunLease(
-    'node-sync',
-    ctx.newOwner(),
-    ctx.config.leaseSeconds,
-  );
+  const acquired = await takeLease(ctx, triggers);
+  if (acquired === 'coalesced') return { kind: 'done' };
   if (!acquired.acquired) {
     // The running pass sees the dirty flag this acquire left and runs again; a tick of the
     // current chain must still schedule the next one, or the chain would stop here. The node
@@ -63,8 +61,17 @@ export async function runNodeSync(
       const direct =
         result.servicesToUpdate.length <= ctx.config.directHostUpdates && !pastDeadline();
       if (direct) {
-        await runHostUpdatesNow(ctx, result.servicesToUpdate);
+        // Given the new set, they need not wait for it to be stored: both at once, and both
+        // settled before the pass goes on (a failed store still fails the pass).
+        const settled = await Promise.allSettled([
+          result.stored,
+          runHostUpdatesNow(ctx, result.servicesToUpdate, result.eligible),
+        ]);
+        const failed = settled.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+        if (failed !== undefined) throw failed.reason as Error;
       } else {
+        // The work queue's host updates read the set back: stored first.
+        await result.stored;
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
             v: 1,
@@ -124,11 +131,15 @@ export type NodeSyncRun = { readonly kind: 'done' } | { readonly kind: 'busy'; s
  * message with its delay, where the key's backoff continues. Large fan-outs always take the work
  * queue, spread over its workers.
  */
-async function runHostUpdatesNow(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
+async function runHostUpdatesNow(
+  ctx: RuntimeContext,
+  keys: readonly ServiceKey[],
+  eligible: EligibleHosts,
+): Promise<void> {
   if (keys.length === 0) return;
   ctx.metrics.count('DirectHostUpdates', keys.length);
   const followUps = await Promise.all(
-    keys.map((key) => runKey(key, new Set(['hosts']), ctx, { direct: true })),
+    keys.map((key) => runKey(key, new Set(['hosts']), ctx, { direct: true, eligible })),
   );
   for (const followUp of followUps) {
     if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);
@@ -139,25 +150,31 @@ async function runHostUpdatesNow(ctx: RuntimeContext, keys: readonly ServiceKey[
  * Node messages that are not the timer's tick, arriving within `nodeSyncMinIntervalSeconds` of
  * the last pass, are folded into one delayed message that runs a pass when the interval is up:
  * whoever can send to the queue (a forwarder, or anything else) gets at most one pass, one Node
- * list, per interval, for a read and at most one conditional write per batch.
+ * list, per interval, for one refused write and at most one more conditional write per batch.
+ * The interval is checked in the write that takes the lease (issue 37: no read before it).
  */
-async function coalesced(
+async function takeLease(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
-): Promise<boolean> {
+): Promise<AcquireResult | 'coalesced'> {
   const interval = ctx.config.nodeSyncMinIntervalSeconds * 1000;
-  if (interval === 0) return false;
-  const timer = await ctx.store.nodeSyncTimer();
-  if (triggers.some((t) => t.chain !== undefined && t.chain === timer.chain)) return false;
+  const owner = ctx.newOwner();
+  if (interval === 0) {
+    return ctx.store.acquireRunLease('node-sync', owner, ctx.config.leaseSeconds);
+  }
+  const chains = triggers.flatMap((t) => (t.chain === undefined ? [] : [t.chain]));
+  const acquired = await ctx.store.acquireNodeSyncLease(owner, ctx.config.leaseSeconds, {
+    minIntervalMs: interval,
+    chains,
+  });
+  if (!('tooSoon' in acquired)) return acquired;
   const now = ctx.syncDeps.clock.now().getTime();
-  const due = timer.lastRunAtMs + interval;
-  if (now >= due) return false;
   ctx.metrics.count('CoalescedNodeMessages', triggers.length);
-  if (await ctx.store.claimCoalescedPass(due)) {
+  if (await ctx.store.claimCoalescedPass(acquired.dueAtMs)) {
     try {
       await ctx.nodeQueue.send(
         [{ v: 1, kind: 'node', reason: 'node changes within the minimum interval' }],
-        Math.ceil((due - now) / 1000),
+        Math.max(1, Math.ceil((acquired.dueAtMs - now) / 1000)),
       );
     } catch (error) {
       // Give the claim back, or the retry of these messages would find it taken and be folded
@@ -166,7 +183,7 @@ async function coalesced(
       throw error;
     }
   }
-  return true;
+  return 'coalesced';
 }
 
 /** Keeps the timer chain going when one of the triggers is the current chain's tick. */

@@ -89,6 +89,20 @@ export type AcquireResult =
   /** Held by someone else until `heldUntil` (epoch ms), now marked dirty. */
   | { readonly acquired: false; readonly heldUntil: number };
 
+/**
+ * Node sync's minimum interval, checked in the same write that takes its lease (issue 37: no
+ * read before it): a run that ended less than `minIntervalMs` ago refuses the lease, unless a
+ * trigger is a tick of the current chain (`chains`).
+ */
+export interface RunGate {
+  readonly minIntervalMs: number;
+  readonly chains: readonly string[];
+}
+
+/** A gated acquire: the lease, held by another, or too soon after the last run (until `dueAtMs`). */
+export type GatedAcquireResult =
+  AcquireResult | { readonly acquired: false; readonly tooSoon: true; readonly dueAtMs: number };
+
 export type FinishResult =
   /** Released: nobody asked for another pass meanwhile. */
   | { readonly kind: 'released' }
@@ -138,6 +152,16 @@ export interface SweepBook {
 export interface RuntimeStore {
   acquireServiceLease(key: ServiceKey, owner: string, ttlSeconds: number): Promise<AcquireResult>;
   acquireRunLease(run: GlobalRun, owner: string, ttlSeconds: number): Promise<AcquireResult>;
+  /**
+   * Node sync's lease, unless its last run ended within the gate's interval (and no trigger is
+   * the current chain's tick): then nothing is written and it says when the interval is up. A
+   * lease held by another run is marked dirty, as `acquireRunLease` does, only when not too soon.
+   */
+  acquireNodeSyncLease(
+    owner: string,
+    ttlSeconds: number,
+    gate: RunGate,
+  ): Promise<GatedAcquireResult>;
   finish(
     lease: Lease,
     failures: FailureUpdate,

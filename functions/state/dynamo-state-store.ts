@@ -8,12 +8,14 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { BusyError } from '../core/errors';
 import type { ServiceKey } from '../core/keys';
-import { maxKeptSlots, parseKeptSlots, type KeptSlot } from '../core/registration-slots';
+import { maxKeptSlots, type KeptSlot } from '../core/registration-slots';
 import type { EligibleHosts, ServiceHostsState } from '../core/node-sync-plan';
 import type { LifecycleEvent } from '../contract/lifecycle-events';
 import type { Clock, ServiceRecord, StateStore } from '../sync/ports';
 import type {
   AcquireResult,
+  GatedAcquireResult,
+  RunGate,
   FailureUpdate,
   FinishResult,
   GlobalRun,
@@ -30,7 +32,15 @@ import { parseRecord, storedRecordAttributes } from './record-item';
 import { releaseUpdate } from './lease-release';
 import { listServiceHosts, listServiceItems } from './service-scans';
 import { retryable, StateTable } from './state-table';
-import { keptPk, leasePk, serviceLeasePk, serviceLeasePrefix, servicePk } from './table-layout';
+import {
+  keptPk,
+  leasePk,
+  nodeSyncLeasePk,
+  serviceLeasePk,
+  serviceLeasePrefix,
+  servicePk,
+} from './table-layout';
+import { acquireLease } from './lease-acquire';
 
 /**
  * Leases and records (the item families are in table-layout.ts).
@@ -103,65 +113,23 @@ export class DynamoStateStore implements RuntimeStore {
   }
 
   /**
-   * Takes the lease on an item for `ttlSeconds`, with a new fencing counter. When someone else holds
-   * it, marks the item dirty so the holder runs once more, and reports not acquired.
+   * Takes the lease on an item (lease-acquire.ts): with a new fencing counter, or marks it dirty
+   * for its holder, or, with a `gate`, refuses it as too soon after the last run.
    */
-  async acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult> {
-    const now = this.clock.now().getTime();
-    try {
-      const result = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk },
-          ConditionExpression: 'attribute_not_exists(leaseOwner) OR leaseUntil < :now',
-          UpdateExpression:
-            'SET leaseOwner = :owner, leaseUntil = :until, fence = if_not_exists(fence, :zero) + :one, dirty = :false',
-          ExpressionAttributeValues: {
-            ':now': now,
-            ':owner': owner,
-            ':until': now + ttlSeconds * 1000,
-            ':zero': 0,
-            ':one': 1,
-            ':false': false,
-          },
-          // What the last holder left: a leaseOwner still there means it never released.
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      const before = result.Attributes ?? {};
-      return {
-        acquired: true,
-        lease: {
-          id: pk,
-          owner,
-          fence: Number(before.fence ?? 0) + 1,
-          failures: Number(before.failures ?? 0),
-          unverified: typeof before.leaseOwner === 'string' || before.unverified === true,
-          pendingChange: before.dirty === true,
-          keptSlots: parseKeptSlots(before.keptSlots),
-        },
-      };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'take lease');
-    }
-    try {
-      const marked = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk },
-          ConditionExpression: 'attribute_exists(leaseOwner) AND leaseUntil >= :now',
-          UpdateExpression: 'SET dirty = :true',
-          ExpressionAttributeValues: { ':now': now, ':true': true },
-          // When the lease runs out: the caller's message waits that long, not for ever.
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return { acquired: false, heldUntil: Number(marked.Attributes?.leaseUntil ?? now) };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw retryable(error, 'mark dirty');
-      // Released in between: try once more to take it.
-      return this.acquire(pk, owner, ttlSeconds);
-    }
+  acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult>;
+  acquire(
+    pk: string,
+    owner: string,
+    ttlSeconds: number,
+    gate: RunGate | undefined,
+  ): Promise<GatedAcquireResult>;
+  acquire(
+    pk: string,
+    owner: string,
+    ttlSeconds: number,
+    gate?: RunGate,
+  ): Promise<GatedAcquireResult> {
+    return acquireLease(this.doc, this.tableName, this.clock, { pk, owner, ttlSeconds, gate });
   }
 
   /**
@@ -443,6 +411,14 @@ export class DynamoStateStore implements RuntimeStore {
 
   acquireRunLease(run: GlobalRun, owner: string, ttlSeconds: number): Promise<AcquireResult> {
     return this.acquire(leasePk(run), owner, ttlSeconds);
+  }
+
+  acquireNodeSyncLease(
+    owner: string,
+    ttlSeconds: number,
+    gate: RunGate,
+  ): Promise<GatedAcquireResult> {
+    return this.acquire(nodeSyncLeasePk, owner, ttlSeconds, gate);
   }
 
   getEligibleHosts(): Promise<EligibleHosts | undefined> {

@@ -30,6 +30,8 @@ export async function hostsForService(
   deps: SyncDependencies,
   service: Service,
   lastSelector: string | undefined,
+  /** The eligible hosts when the caller has them already (node sync's own pass). */
+  known?: EligibleHosts,
 ): Promise<ServiceHostSet> {
   // An annotation that cannot be read keeps the selection the LB was last synced with: the
   // provider refuses the Service with a Warning, and a host update meanwhile must not register
@@ -37,7 +39,7 @@ export async function hostsForService(
   const reading = readNodeSelector(service);
   const selector = reading.valid ? reading.selector : lastSelector;
   const keys = selectorKeys(selector);
-  const eligible = await currentEligibleHosts(deps, keys);
+  const eligible = known ?? (await currentEligibleHosts(deps, keys));
   if (selector === undefined) return hostsSelectedBy(eligible, undefined);
   const tracked = new Set(eligible.labelKeys ?? []);
   const from = keys.every((key) => tracked.has(key))

@@ -5,6 +5,7 @@ import { parseServiceKey, type ServiceKey } from '../core/keys';
 import { serviceReference } from '../core/objects';
 import { type SyncDependencies } from './dependencies';
 import { hostsForService } from './host-selection';
+import type { EligibleHosts } from '../core/node-sync-plan';
 import { done, outcomeOf, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import { providerStateOf, type UpdateOptions, type UpdateResult } from './ports';
@@ -20,22 +21,29 @@ import { syncService } from './sync-service';
 export async function syncHosts(
   key: ServiceKey,
   deps: SyncDependencies,
-  options: UpdateOptions = {},
+  options: UpdateOptions & {
+    /**
+     * The eligible hosts as node sync has just worked them out (its direct host updates), so
+     * the pass need not read them back from the table (issue 37: one node change, one hop).
+     */
+    readonly eligible?: EligibleHosts | undefined;
+  } = {},
 ): Promise<SyncOutcome> {
   try {
     const { namespace, name } = parseServiceKey(key);
-    const subject = partialSyncSubject(
-      await deps.kube.getService(namespace, name),
-      await deps.state.getService(key),
-      deps.claim,
-    );
+    // Independent reads, at once: the live Service and what the last pass recorded.
+    const [live, recorded] = await Promise.all([
+      deps.kube.getService(namespace, name),
+      deps.state.getService(key),
+    ]);
+    const subject = partialSyncSubject(live, recorded, deps.claim);
     if (subject === undefined) return await syncService(key, deps);
     const { service, record } = subject;
     // Pods are its targets and no node group is left to update (a `hosts` message from before
     // it switched, say): nodes are none of its business, and nothing is read or said.
     if (deps.provider.targetsFromEndpoints(service) && record.hostsHash === undefined) return done;
     deps.lifecycle.subject(service);
-    const hosts = await hostsForService(deps, service, record.nodeSelector);
+    const hosts = await hostsForService(deps, service, record.nodeSelector, options.eligible);
     // The record's hash says what the last clean pass registered; with targets to be read from
     // AWS, it proves nothing (a half-done update may have left more or fewer).
     if (record.hostsHash === hosts.hash && options.readTargets !== true) return done;
@@ -48,12 +56,9 @@ export async function syncHosts(
     };
     let result: UpdateResult;
     try {
-      result = await deps.provider.updateLoadBalancer(
-        service,
-        hosts.hosts,
-        record.provider,
-        options,
-      );
+      result = await deps.provider.updateLoadBalancer(service, hosts.hosts, record.provider, {
+        ...(options.readTargets !== undefined ? { readTargets: options.readTargets } : {}),
+      });
     } catch (error) {
       if (error instanceof InvariantError) throw error;
       if (errorKind(error) === 'requeue-after') {

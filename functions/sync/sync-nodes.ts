@@ -1,5 +1,5 @@
 import type { ServiceKey } from '../core/keys';
-import { planNodeSync } from '../core/node-sync-plan';
+import { planNodeSync, type EligibleHosts } from '../core/node-sync-plan';
 import type { HostSet } from '../core/hosts';
 import type { SyncDependencies } from './dependencies';
 
@@ -8,11 +8,17 @@ export interface NodeSyncResult {
   readonly servicesToUpdate: readonly ServiceKey[];
   readonly eligibleHosts: number;
   readonly changed: boolean;
+  /** The eligible host set this pass decided (stored, or being stored: `stored`). */
+  readonly eligible: EligibleHosts;
+  /** Settles once the set is stored, the change announced and nodes that cannot be targets warned. */
+  readonly stored: Promise<void>;
 }
 
 /**
  * One node-sync pass: list Nodes, decide the eligible host set, store it when it changed, warn about
- * nodes that cannot be targets, and name the Services whose LB has other hosts.
+ * nodes that cannot be targets, and name the Services whose LB has other hosts. The storing runs
+ * while the caller goes on (`stored`): host updates that are given the set need not wait for it
+ * (issue 37), and ones that read it back must.
  */
 export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult> {
   const [nodes, previous, services] = await Promise.all([
@@ -21,15 +27,21 @@ export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult>
     deps.state.listServiceHosts(),
   ]);
   const plan = planNodeSync(nodes, deps.nodePolicy, previous, services);
-  if (plan.changed) {
-    await deps.state.putEligibleHosts(plan.eligible);
-    announceNodeSet(previous, plan.eligible, deps);
-  }
-  for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
+  const stored = (async () => {
+    if (plan.changed) {
+      await deps.state.putEligibleHosts(plan.eligible);
+      announceNodeSet(previous, plan.eligible, deps);
+    }
+    for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
+  })();
+  // Awaited by the caller; never an unhandled rejection meanwhile.
+  stored.catch(() => undefined);
   return {
     servicesToUpdate: plan.servicesToUpdate,
     eligibleHosts: plan.eligible.hosts.length,
     changed: plan.changed,
+    eligible: plan.eligible,
+    stored,
   };
 }
 

@@ -377,8 +377,16 @@ describe('changes arriving during passes (S5 under churn)', { timeout: 120_000 }
     expect(timeline.entries.filter((e) => e === 'busy').length).toBeGreaterThanOrEqual(changes);
     expect(busyAcknowledgementsAreCovered(timeline.entries)).toBe(true);
     expect(world.metrics.get('HandedBackKeys')).toBeGreaterThan(0);
-    // Node changes (and host updates) that found a lease held wait it out; nothing else waits.
-    expect(splitDelays(timeline.delays).requeues.every((d) => d === 0)).toBe(true);
+    // Node changes (and host updates) that found a lease held wait it out; nothing else waits
+    // but a host update whose registration slots the budget has further off than a Lambda may
+    // sleep (issue 37): it keeps them and comes back for them.
+    const deferred = world.log.lines.filter(
+      (l) =>
+        l.message === 'sync requeued' &&
+        /registration budget|limit for/.test(String(l.fields.reason)),
+    );
+    const delayed = splitDelays(timeline.delays).requeues.filter((d) => d !== 0);
+    expect(delayed.length).toBeLessThanOrEqual(deferred.length);
     const lease = await world.runtime.store.getItem(nodeSyncLease);
     expect(lease?.leaseOwner).toBeUndefined();
   });

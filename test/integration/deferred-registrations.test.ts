@@ -85,7 +85,10 @@ describe('registrations deferred to their slot (issue 37)', () => {
     expect(w.metrics.get('Retries')).toBe(0);
     const requeued = w.log.lines.filter((l) => l.message === 'sync requeued');
     expect(requeued).toHaveLength(1);
-    expect(requeued[0]?.fields.seconds).toBe(Math.ceil((2_500 - 250) / 1000));
+    // Back when the first slot is within 250 ms: SQS delays are whole seconds.
+    const comesBack = Number(requeued[0]?.fields.seconds);
+    expect(comesBack).toBeGreaterThanOrEqual(1);
+    expect(comesBack).toBeLessThanOrEqual(Math.ceil((2_500 - 250) / 1000));
     expect((await registered(w)).every((ids) => !ids.has(added.instanceId))).toBe(true);
 
     // The message comes back when the slots are due; its pass uses them.

@@ -100,6 +100,7 @@ describe('leases', () => {
         failures: 0,
         unverified: false,
         pendingChange: false,
+        keptSlots: [],
       },
     });
     expect(await store.getItem(webLease)).toMatchObject({
@@ -144,6 +145,7 @@ describe('leases', () => {
         failures: 0,
         unverified: true,
         pendingChange: true,
+        keptSlots: [],
       },
     });
     expect(await store.getItem(webLease)).toMatchObject({ leaseOwner: 'worker-b', dirty: false });
@@ -899,5 +901,52 @@ describe('host set reads', () => {
       host(2).instanceId,
     ]);
     expect(recorder.byOperation()).toEqual({ 'DynamoDB.GetItem': 2 });
+  });
+});
+
+describe("node sync's lease with its minimum interval in the same write (issue 37)", () => {
+  const gate = { minIntervalMs: 10_000, chains: [] };
+  const nodeSyncLease = leasePk('node-sync');
+
+  it('refuses a run within the interval without writing anything, and says when it is due', async () => {
+    await store.recordNodeSyncRun(t0 - 4_000);
+    const before = await store.getItem(nodeSyncLease);
+    expect(await store.acquireNodeSyncLease('worker-a', ttl, gate)).toEqual({
+      acquired: false,
+      tooSoon: true,
+      dueAtMs: t0 + 6_000,
+    });
+    expect(await store.getItem(nodeSyncLease)).toEqual(before);
+    // Once the interval is up, the same call takes the lease.
+    clock.ms = t0 + 6_000;
+    expect(await store.acquireNodeSyncLease('worker-a', ttl, gate)).toMatchObject({
+      acquired: true,
+      lease: { id: nodeSyncLease, owner: 'worker-a', fence: 1 },
+    });
+  });
+
+  it('lets the current chain’s tick through within the interval, but not another chain’s', async () => {
+    await store.startTimerChain('chain-1', t0);
+    await store.recordNodeSyncRun(t0 - 1_000);
+    expect(
+      await store.acquireNodeSyncLease('worker-a', ttl, { ...gate, chains: ['chain-0'] }),
+    ).toMatchObject({ acquired: false, tooSoon: true });
+    expect(
+      await store.acquireNodeSyncLease('worker-a', ttl, {
+        ...gate,
+        chains: ['chain-0', 'chain-1'],
+      }),
+    ).toMatchObject({ acquired: true });
+  });
+
+  it('a first run takes it; a run that is not too soon finds it held and marks it dirty', async () => {
+    expect(await store.acquireNodeSyncLease('worker-a', ttl, gate)).toMatchObject({
+      acquired: true,
+    });
+    expect(await store.acquireNodeSyncLease('worker-b', ttl, gate)).toEqual({
+      acquired: false,
+      heldUntil: t0 + ttl * 1000,
+    });
+    expect((await store.getItem(nodeSyncLease))?.dirty).toBe(true);
   });
 });
