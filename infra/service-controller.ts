@@ -13,7 +13,10 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { eventSourceMaxConcurrency } from '../functions/contract/queue-limits';
-import { resendAfterReceives } from '../functions/contract/queue-limits';
+import {
+  resendAfterReceives,
+  workQueueBatchingWindowSeconds,
+} from '../functions/contract/queue-limits';
 import { packageRoot } from '../functions/package/package-root';
 import { tenantPolicyWarnings } from '../functions/contract/tenant-policy-config';
 import { controllerConfigFor, leaseSeconds, syncTimeoutSeconds } from './controller-config';
@@ -243,7 +246,7 @@ export class ServiceController extends Construct {
     serviceSync.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: 10,
-        maxBatchingWindow: Duration.seconds(1),
+        maxBatchingWindow: Duration.seconds(workQueueBatchingWindowSeconds),
         reportBatchItemFailures: true,
         // The ELBv2 call budget, not Lambda's scaling, bounds how many syncs run at once.
         maxConcurrency: eventSourceMaxConcurrency(settings.elbv2CallsPerSecond),

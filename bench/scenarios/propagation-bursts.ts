@@ -56,6 +56,7 @@ export async function simulateNamespaceBurst(options: {
     elbv2CallsPerSecond: model.elbv2CallsPerSecond,
     seed: burstServices * 7919 + 1,
     fairQueue: options.fair,
+    budget: defaultRegistrationBudget,
   });
   const { clock, account, queue, table, kube, completions } = world;
   // Node sync already stored the new host set: each message below is one Service's host update.

@@ -28,6 +28,8 @@ import {
 } from '../sim/fake-runtime';
 import { seededRandom } from '../../kit/seeded-random';
 import { VirtualClock } from '../sim/virtual-clock';
+import { LambdaMeter } from '../sim/meter';
+import { Release01Clients } from '../sim/release-01-clients';
 
 /**
  * The simulated world's constants, shared by every run on it; the seed's own (its loop and the
@@ -107,21 +109,36 @@ export function ourWorld(
      * every host update through it.
      */
     nodeQueue?: boolean;
+    /**
+     * Release 0.1's layout as a whole (issue 37's cost comparison): besides the shared queue and
+     * no budget, each Service's lease on its record item, and 0.1's clients (a sleeping
+     * per-process limiter and the SDK's adaptive retries, bench/sim/release-01-clients.ts).
+     */
+    release01?: boolean;
+    /** false: the Services exist in the API server only, with nothing in AWS or the table yet. */
+    synced?: boolean;
   },
 ) {
   const model = worldModel;
   const clock = new VirtualClock();
   const random = seededRandom(options.seed);
+  const meter = new LambdaMeter(clock);
   const account = new FakeAwsAccount(clock, model.latencyMs);
+  const release01 = options.release01 === true;
   const queue = new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, {
     fair: options.fairQueue,
+    meter,
   });
-  const separateNodeQueue = options.nodeQueue !== false;
+  const separateNodeQueue = options.nodeQueue !== false && !release01;
   const nodeQueue = separateNodeQueue
-    ? new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, { fair: false })
+    ? new FakeQueue(clock, model.latencyMs, model.queueVisibilityTimeoutSeconds, {
+        fair: false,
+        meter,
+      })
     : queue;
-  const table = new FakeStateTable(clock, model.latencyMs);
-  const budgetItem = new FakeTatItem(clock, model.latencyMs);
+  const table = new FakeStateTable(clock, model.latencyMs, { leaseOnRecord: release01 }, meter);
+  const budgetItem = new FakeTatItem(clock, model.latencyMs, meter);
+  const budget = release01 ? undefined : options.budget;
   const log = new CallLog();
   const kube = new InMemoryKubernetes(log);
   const kubeCalls = { calls: 0 };
@@ -144,7 +161,13 @@ export function ourWorld(
   const initial: EligibleHosts = planNodeSync(kube.nodes, 'stable', undefined, []).eligible;
   table.seedEligibleHosts(initial);
   const initialIds = initial.hosts.map((h) => h.instanceId).sort();
+  // The cluster's VPC, for NLBs the simulation creates.
+  account.addSubnets(config.aws.vpcId);
   services.forEach(({ namespace, name }, i) => {
+    if (options.synced === false) {
+      kube.put(makeService({ name, namespace, uid: `uid-${i}` }));
+      return;
+    }
     const service: Service = makeService({
       name,
       namespace,
@@ -204,15 +227,16 @@ export function ourWorld(
 
   const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
   const metrics = new CountingMetrics();
-  const clients: FakeAwsClients[] = [];
+  const clients: (FakeAwsClients | Release01Clients)[] = [];
   const makeRuntime = (w: number, warm = false): RuntimeContext => {
-    const aws = new FakeAwsClients(
-      account,
-      clock,
-      random,
-      options.budget &&
-        budgetOn(budgetItem, options.budget, clock, options.budgetPerNamespace !== false),
-    );
+    const aws = release01
+      ? new Release01Clients(account, clock, random)
+      : new FakeAwsClients(
+          account,
+          clock,
+          random,
+          budget && budgetOn(budgetItem, budget, clock, options.budgetPerNamespace !== false),
+        );
     clients.push(aws);
     const provider = new NlbProvider(aws.asNlbClients(), {
       clusterName: config.clusterName,
@@ -225,9 +249,9 @@ export function ourWorld(
     return {
       config,
       syncDeps: {
-        kube: withLatency(kube, clock, model.latencyMs, kubeCalls),
+        kube: withLatency(kube, clock, model.latencyMs, kubeCalls, meter),
         provider,
-        events: withLatency(events, clock, model.latencyMs, kubeCalls),
+        events: withLatency(events, clock, model.latencyMs, kubeCalls, meter),
         clock,
         claim,
         nodePolicy: 'stable',
@@ -252,13 +276,18 @@ export function ourWorld(
     batchSize: model.batchSize,
     batchingWindowMs: 0,
     invokeMs: model.invokeMs,
+    meter,
   };
   const esm: EsmOptions = {
     concurrency,
     batchSize: model.batchSize,
     batchingWindowMs: model.batchingWindowMs,
     invokeMs: model.invokeMs,
+    meter,
   };
+  // Every AWS attempt a function makes is time in a call (its limiter's and retries' waits are not).
+  const attempt = account.attempt.bind(account);
+  account.attempt = (service, command) => meter.call(() => attempt(service, command));
   /** Both functions' event source mappings: service-sync's on the work queue, node-sync's on the node queue. */
   const startFunctions = (stopped: () => boolean) => ({
     work: runEventSourceMapping(queue, clock, runtimes, esm, stopped),
@@ -292,5 +321,7 @@ export function ourWorld(
     clients,
     runtimes,
     esm,
+    meter,
+    config,
   };
 }

@@ -41,12 +41,22 @@ export const awsRateLimits = {
     source:
       '"Request throttling for the Amazon EC2 API" (AWS docs example): non-mutating actions, 100 tokens, 20/s',
   },
+  ec2Mutating: {
+    capacity: 50,
+    refillPerSecond: 5,
+    applies:
+      'EC2 CreateSecurityGroup, AuthorizeSecurityGroupIngress, RevokeSecurityGroupIngress, DeleteSecurityGroup, CreateTags, DeleteTags (one shared bucket)',
+    source:
+      '"Request throttling for the Amazon EC2 API", docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html: ' +
+      'mutating actions, 50 tokens, 5/s (its resource-intensive actions, among them Authorize/RevokeSecurityGroupIngress, ' +
+      'also 50 and 5/s; CreateTags and DeleteTags 100 and 10/s; AWS keeps a bucket per action, one shared here)',
+  },
 } as const;
 
 export type BucketName = keyof typeof awsRateLimits;
 
 export function bucketFor(service: 'elbv2' | 'ec2' | 'tagging', operation: string): BucketName {
-  if (service === 'ec2') return 'ec2Describe';
+  if (service === 'ec2') return operation.startsWith('Describe') ? 'ec2Describe' : 'ec2Mutating';
   if (/^(Register|Deregister)Targets$/.test(operation)) return 'elbv2Registration';
   if (operation.startsWith('Describe')) return 'elbv2Describe';
   return 'elbv2Other';

@@ -1,12 +1,14 @@
 /**
  * An in-memory ELBv2 / EC2 / tagging API on virtual time, with a fixed latency per call and AWS's
  * account-level token buckets, and the client side as one Lambda instance sees it: the
- * controller's per-process limiter and the SDK's adaptive retries. It implements only what the NLB
- * provider sends on a node change or an endpoint change (DescribeTags of the recorded target
- * groups, RegisterTargets, DeregisterTargets, DescribeTargetHealth and DescribeTargetGroups, and
- * GetResources on the failure path); any other command fails loudly. A target group of TargetType
- * `ip` (pod targets, issue 36) holds `ip:port`, as the NLB model names a pod target: each target's
- * `Port`, or the group's when it has none.
+ * controller's per-process limiter and the SDK's adaptive retries. It serves the NLB provider's
+ * full paths, with the calls and answers it gets from moto: the targets of a node or endpoint
+ * change (RegisterTargets, DeregisterTargets, DescribeTargetHealth), an Ensure from nothing, its
+ * drift check and updates, and the delete. ELBv2's load balancers, listeners and target groups
+ * are in fake-aws-resources.ts; EC2's subnets (seeded with `addSubnets`) and security groups, and
+ * the tagging API over both, are here. Any other command fails loudly. A target group of
+ * TargetType `ip` (pod targets, issue 36) holds `ip:port`, as the NLB model names a pod target:
+ * each target's `Port`, or the group's when it has none.
  */
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
@@ -16,24 +18,36 @@ import {
   attachRegistrationBudget,
   type RegistrationBudget,
 } from '../../functions/aws/registration-budget';
-import { ownershipTags } from '../../functions/nlb/model/naming';
+import { clusterTagKey, ownershipTags } from '../../functions/nlb/model/naming';
 import { ProcessRateLimiter } from '../../functions/aws/process-limiter';
 import { awsRateLimits, bucketFor, TokenBucket, type BucketName } from './aws-limits';
+import {
+  awsError,
+  FakeElbv2,
+  knownVpc,
+  strings,
+  tagList,
+  tagMap,
+  type FakeNetwork,
+  type FakeTargetGroup,
+} from './fake-aws-resources';
 import type { VirtualClock } from './virtual-clock';
 
-type ServiceName = 'elbv2' | 'ec2' | 'tagging';
+export type { FakeTargetGroup } from './fake-aws-resources';
 
-export interface FakeTargetGroup {
+type ServiceName = 'elbv2' | 'ec2' | 'tagging';
+type Input = Record<string, unknown>;
+type Tag = { Key?: string; Value?: string };
+
+/** A target group a simulation starts with, serving a load balancer only its ARN stands for. */
+export interface SeededTargetGroup {
   readonly arn: string;
   readonly serviceKey: string;
   readonly serviceUid: string;
   readonly loadBalancerArn: string;
-  /** Absent: `instance`, AWS's default. */
   readonly targetType?: 'ip' | undefined;
-  /** The group's port: what an `ip` target without a Port of its own is registered on. */
   readonly port?: number | undefined;
-  /** Instance IDs; `ip:port` in an `ip` group. */
-  readonly targets: Set<string>;
+  readonly targets: Iterable<string>;
 }
 
 export interface AwsCallStats {
@@ -60,24 +74,13 @@ function throttlingError(service: ServiceName): Error {
   return Object.assign(error, { $fault: 'client', $metadata: { httpStatusCode: 400 } });
 }
 
-function notFound(what: string): Error {
-  return Object.assign(new Error(`${what} not found`), {
-    name: 'TargetGroupNotFound',
-    $fault: 'client',
-  });
-}
-
 /** A target as the group keeps it: an instance by its ID, a pod by `ip:port`. */
 function targetKey(tg: FakeTargetGroup, target: { Id?: string; Port?: number }): string {
   const id = target.Id ?? '';
   if (tg.targetType !== 'ip') return id;
   const port = target.Port ?? tg.port;
-  if (port === undefined) {
-    throw Object.assign(new Error(`target ${id} has no port and ${tg.arn} none either`), {
-      name: 'ValidationError',
-      $fault: 'client',
-    });
-  }
+  if (port === undefined)
+    throw awsError('ValidationError', `target ${id} has no port and ${tg.arn} none either`);
   return `${id}:${port}`;
 }
 
@@ -88,19 +91,321 @@ function describedTarget(tg: FakeTargetGroup, key: string): { Id: string; Port?:
   return { Id: key.slice(0, colon), Port: Number(key.slice(colon + 1)) };
 }
 
-function throwing(error: Error): never {
-  throw error;
-}
-
 function isThrottling(error: unknown): boolean {
   return (
     error instanceof Error && (error.name === 'Throttling' || error.name === 'RequestLimitExceeded')
   );
 }
 
+export interface FakeSubnet {
+  readonly id: string;
+  readonly vpcId: string;
+  readonly zone: string;
+  readonly cidr: string;
+  readonly tags: Map<string, string>;
+}
+
+export interface FakeSecurityGroup {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly vpcId: string;
+  /** One rule per peer, by `protocol:from:to:list:peer`. */
+  readonly ingress: Map<string, IngressRule>;
+  readonly tags: Map<string, string>;
+}
+
+/** One peer of a security group rule, in the list EC2 keeps it in. */
+export interface IngressRule {
+  readonly protocol: string;
+  readonly from: number | undefined;
+  readonly to: number | undefined;
+  readonly list: 'IpRanges' | 'Ipv6Ranges' | 'PrefixListIds' | 'UserIdGroupPairs';
+  readonly peer: string;
+}
+
+function securityGroupArn(id: string): string {
+  return `arn:aws:ec2:us-east-1:123456789012:security-group/${id}`;
+}
+
+/** The field naming a rule's peer in each of EC2's lists. */
+const peerFields = {
+  IpRanges: 'CidrIp',
+  Ipv6Ranges: 'CidrIpv6',
+  PrefixListIds: 'PrefixListId',
+  UserIdGroupPairs: 'GroupId',
+} as const;
+const peerLists = Object.keys(peerFields) as IngressRule['list'][];
+
+/** EC2 names protocols by keyword, except ICMPv6, which it reports by number. */
+function ec2Protocol(protocol: unknown): string {
+  const name = typeof protocol === 'string' ? protocol.toLowerCase() : '-1';
+  return (
+    ({ '6': 'tcp', '17': 'udp', '1': 'icmp', icmpv6: '58' } as Record<string, string>)[name] ?? name
+  );
+}
+
+function rulesOf(permissions: unknown): IngressRule[] {
+  return ((permissions ?? []) as Input[]).flatMap((p) =>
+    peerLists.flatMap((list) =>
+      ((p[list] ?? []) as Record<string, string>[]).map((entry) => ({
+        protocol: ec2Protocol(p.IpProtocol),
+        from: p.FromPort as number | undefined,
+        to: p.ToPort as number | undefined,
+        list,
+        peer: entry[peerFields[list]] ?? '',
+      })),
+    ),
+  );
+}
+
+const ruleKey = (r: IngressRule) => `${r.protocol}:${r.from}:${r.to}:${r.list}:${r.peer}`;
+
+/** Rules as DescribeSecurityGroups groups them: one permission per protocol and port range. */
+function permissionsOf(rules: Iterable<IngressRule>): Input[] {
+  const grouped = new Map<string, Input>();
+  for (const rule of rules) {
+    const key = `${rule.protocol}:${rule.from}:${rule.to}`;
+    const permission = grouped.get(key) ?? {
+      IpProtocol: rule.protocol,
+      FromPort: rule.from,
+      ToPort: rule.to,
+      ...Object.fromEntries(peerLists.map((list) => [list, []])),
+    };
+    (permission[rule.list] as object[]).push({ [peerFields[rule.list]]: rule.peer });
+    grouped.set(key, permission);
+  }
+  return [...grouped.values()];
+}
+
+/** EC2's Filters: every filter matches (any of its values); `tag:K` and `tag-key` on the tags. */
+function matches(filters: unknown, fields: Record<string, string>, tags: Map<string, string>) {
+  return ((filters ?? []) as { Name?: string; Values?: string[] }[]).every(({ Name, Values }) => {
+    const name = Name ?? '';
+    const values = Values ?? [];
+    if (name === 'tag-key') return values.some((v) => tags.has(v));
+    if (name.startsWith('tag:')) {
+      const tag = tags.get(name.slice(4));
+      return tag !== undefined && values.includes(tag);
+    }
+    const field = fields[name];
+    if (field === undefined) throw awsError('InvalidParameterValue', `unknown filter ${name}`);
+    return values.includes(field);
+  });
+}
+
+/**
+ * EC2 as the NLB provider uses it: the cluster VPC's subnets (seeded) and the NLBs' security
+ * groups, with their rules and tags. DeleteSecurityGroup is refused (DependencyViolation) while a
+ * load balancer has the group; AWS also holds it for a while after the load balancer is gone,
+ * which moto does not, nor this model.
+ */
+export class FakeEc2 implements FakeNetwork {
+  readonly subnets = new Map<string, FakeSubnet>();
+  readonly securityGroups = new Map<string, FakeSecurityGroup>();
+  private serial = 0;
+  readonly handlers: Readonly<Record<string, (input: Input) => unknown>> = {
+    DescribeSubnets: (i) => this.describeSubnets(i),
+    CreateSecurityGroup: (i) => this.createSecurityGroup(i),
+    DescribeSecurityGroups: (i) => this.describeSecurityGroups(i),
+    AuthorizeSecurityGroupIngress: (i) => this.authorize(i),
+    RevokeSecurityGroupIngress: (i) => this.revoke(i),
+    DeleteSecurityGroup: (i) => this.deleteSecurityGroup(this.securityGroup(i.GroupId)),
+    CreateTags: (i) => this.changeTags(i, 'add'),
+    DeleteTags: (i) => this.changeTags(i, 'remove'),
+  };
+
+  constructor(private readonly holderOf: (groupId: string) => { name: string } | undefined) {}
+
+  addSubnets(vpcId: string, zones: readonly string[], tags: Record<string, string>): string[] {
+    return zones.map((zone) => {
+      const id = `subnet-${this.hex()}`;
+      const cidr = `10.0.${this.subnets.size + 1}.0/24`;
+      this.subnets.set(id, { id, vpcId, zone, cidr, tags: new Map(Object.entries(tags)) });
+      return id;
+    });
+  }
+
+  private describeSubnets(input: Input) {
+    const ids = input.SubnetIds as string[] | undefined;
+    const missing = ids?.find((id) => !this.subnets.has(id));
+    if (missing !== undefined)
+      throw awsError('InvalidSubnetID.NotFound', `The subnet ID '${missing}' does not exist`);
+    const fields = (s: FakeSubnet) => ({
+      'vpc-id': s.vpcId,
+      'subnet-id': s.id,
+      'availability-zone': s.zone,
+    });
+    const found = [...this.subnets.values()].filter(
+      (s) => (ids === undefined || ids.includes(s.id)) && matches(input.Filters, fields(s), s.tags),
+    );
+    return {
+      Subnets: found.map((s) => ({
+        SubnetId: s.id,
+        VpcId: s.vpcId,
+        AvailabilityZone: s.zone,
+        CidrBlock: s.cidr,
+        State: 'available',
+        Ipv6CidrBlockAssociationSet: [],
+        Tags: tagList(s.tags),
+      })),
+    };
+  }
+
+  private createSecurityGroup(input: Input) {
+    const name = String(input.GroupName);
+    const vpcId = knownVpc(this, input.VpcId, 'InvalidVpcID.NotFound');
+    if ([...this.securityGroups.values()].some((g) => g.name === name && g.vpcId === vpcId))
+      throw awsError('InvalidGroup.Duplicate', `The security group '${name}' already exists`);
+    const specs = (input.TagSpecifications ?? []) as { ResourceType?: string; Tags?: Tag[] }[];
+    const group: FakeSecurityGroup = {
+      id: `sg-${this.hex()}`,
+      name,
+      description: typeof input.Description === 'string' ? input.Description : '',
+      vpcId,
+      ingress: new Map(),
+      tags: tagMap(specs.filter((s) => s.ResourceType === 'security-group').flatMap((s) => s.Tags)),
+    };
+    this.securityGroups.set(group.id, group);
+    return { GroupId: group.id, SecurityGroupArn: securityGroupArn(group.id) };
+  }
+
+  /** By GroupIds (one unknown fails the call) and Filters. */
+  private describeSecurityGroups(input: Input) {
+    const ids = (input.GroupIds as string[] | undefined) ?? [...this.securityGroups.keys()];
+    const fields = (g: FakeSecurityGroup) => ({
+      'group-id': g.id,
+      'group-name': g.name,
+      'vpc-id': g.vpcId,
+    });
+    const found = ids
+      .map((id) => this.securityGroup(id))
+      .filter((g) => matches(input.Filters, fields(g), g.tags));
+    return {
+      SecurityGroups: found.map((g) => ({
+        GroupId: g.id,
+        GroupName: g.name,
+        Description: g.description,
+        VpcId: g.vpcId,
+        OwnerId: '123456789012',
+        SecurityGroupArn: securityGroupArn(g.id),
+        IpPermissions: permissionsOf(g.ingress.values()),
+        // EC2's default outbound rule, on every new group.
+        IpPermissionsEgress: [{ IpProtocol: '-1', IpRanges: [{ CidrIp: '0.0.0.0/0' }] }],
+        Tags: tagList(g.tags),
+      })),
+    };
+  }
+
+  /** Every rule is new, or nothing is added (InvalidPermission.Duplicate), as in EC2. */
+  private authorize(input: Input) {
+    const group = this.securityGroup(input.GroupId);
+    const rules = rulesOf(input.IpPermissions);
+    const present = rules.find((r) => group.ingress.has(ruleKey(r)));
+    if (present !== undefined)
+      throw awsError('InvalidPermission.Duplicate', `the rule ${ruleKey(present)} already exists`);
+    for (const rule of rules) group.ingress.set(ruleKey(rule), rule);
+    return { Return: true, SecurityGroupRules: rules.map((r) => ({ GroupId: group.id, ...r })) };
+  }
+
+  /** Rules that are not there are named back, not refused (a VPC group's answer). */
+  private revoke(input: Input) {
+    const group = this.securityGroup(input.GroupId);
+    const unknown = rulesOf(input.IpPermissions).filter((r) => !group.ingress.delete(ruleKey(r)));
+    return {
+      Return: true,
+      ...(unknown.length > 0 && { UnknownIpPermissions: permissionsOf(unknown) }),
+    };
+  }
+
+  private deleteSecurityGroup(group: FakeSecurityGroup) {
+    const holder = this.holderOf(group.id);
+    if (holder !== undefined)
+      throw awsError(
+        'DependencyViolation',
+        `resource ${group.id} has a dependent object (${holder.name})`,
+      );
+    this.securityGroups.delete(group.id);
+    return {};
+  }
+
+  private changeTags(input: Input, change: 'add' | 'remove') {
+    for (const id of strings(input.Resources)) {
+      const tags = (this.subnets.get(id) ?? this.securityGroup(id)).tags;
+      for (const { Key = '', Value } of (input.Tags ?? []) as Tag[]) {
+        if (change === 'add') tags.set(Key, Value ?? '');
+        // DeleteTags with a value removes the tag only while it has that value.
+        else if (Value === undefined || tags.get(Key) === Value) tags.delete(Key);
+      }
+    }
+    return {};
+  }
+
+  private securityGroup(id: unknown): FakeSecurityGroup {
+    const group = this.securityGroups.get(String(id));
+    if (group === undefined)
+      throw awsError('InvalidGroup.NotFound', `The security group '${String(id)}' does not exist`);
+    return group;
+  }
+
+  private hex(): string {
+    return (++this.serial).toString(16).padStart(17, '0');
+  }
+}
+
+/** What the tagging API finds: every resource with tags (a seeded group's load balancer too). */
+function taggedResources(elbv2: FakeElbv2, ec2: FakeEc2) {
+  const elb = (type: string, items: Iterable<{ arn: string; tags: Map<string, string> }>) =>
+    [...items].map(({ arn, tags }) => ({ arn, type: `elasticloadbalancing:${type}`, tags }));
+  const seeded = new Map(
+    [...elbv2.targetGroups.values()]
+      .filter((tg) => tg.loadBalancerArn && !elbv2.loadBalancers.has(tg.loadBalancerArn))
+      .map((tg) => [tg.loadBalancerArn ?? '', { arn: tg.loadBalancerArn ?? '', tags: tg.tags }]),
+  );
+  return [
+    ...elb('loadbalancer', [...elbv2.loadBalancers.values(), ...seeded.values()]),
+    ...elb('targetgroup', elbv2.targetGroups.values()),
+    ...elb('listener', elbv2.listeners.values()),
+    ...[...ec2.securityGroups.values()].map((g) => ({
+      arn: securityGroupArn(g.id),
+      type: 'ec2:security-group',
+      tags: g.tags,
+    })),
+  ].filter((r) => r.tags.size > 0);
+}
+
+/**
+ * GetResources: the tagged resources whose tags meet all TagFilters (one without values: the key
+ * alone) and whose type is among ResourceTypeFilters (`service` or `service:type`); one page.
+ */
+function getResources(elbv2: FakeElbv2, ec2: FakeEc2, input: Input) {
+  const filters = (input.TagFilters ?? []) as { Key?: string; Values?: string[] }[];
+  const types = strings(input.ResourceTypeFilters);
+  const found = taggedResources(elbv2, ec2).filter(
+    ({ type, tags }) =>
+      (types.length === 0 || types.some((t) => t === type || t === type.split(':')[0])) &&
+      filters.every(({ Key, Values }) => {
+        const value = tags.get(Key ?? '');
+        return value !== undefined && (!Values?.length || Values.includes(value));
+      }),
+  );
+  return {
+    ResourceTagMappingList: found.map(({ arn, tags }) => ({
+      ResourceARN: arn,
+      Tags: tagList(tags),
+    })),
+    PaginationToken: '',
+  };
+}
+
 /** The AWS side: one account and Region. */
 export class FakeAwsAccount {
-  readonly targetGroups = new Map<string, FakeTargetGroup>();
+  /** EC2's subnets and security groups. */
+  readonly ec2: FakeEc2;
+  /** ELBv2's load balancers, listeners and the target groups below; the tagging API. */
+  readonly elbv2: FakeElbv2;
+  /** Every target group, seeded or created (the same map as `elbv2.targetGroups`). */
+  readonly targetGroups: Map<string, FakeTargetGroup>;
   readonly stats: AwsCallStats = {
     attempts: 0,
     throttled: 0,
@@ -122,11 +427,38 @@ export class FakeAwsAccount {
       elbv2Describe: new TokenBucket(awsRateLimits.elbv2Describe, clock),
       elbv2Other: new TokenBucket(awsRateLimits.elbv2Other, clock),
       ec2Describe: new TokenBucket(awsRateLimits.ec2Describe, clock),
+      ec2Mutating: new TokenBucket(awsRateLimits.ec2Mutating, clock),
     };
+    this.ec2 = new FakeEc2((groupId) => this.elbv2.holderOf(groupId));
+    this.elbv2 = new FakeElbv2(this.ec2);
+    this.targetGroups = this.elbv2.targetGroups;
   }
 
-  addTargetGroup(tg: Omit<FakeTargetGroup, 'targets'> & { targets: Iterable<string> }): void {
-    this.targetGroups.set(tg.arn, { ...tg, targets: new Set(tg.targets) });
+  /** A target group with the ownership tags of `serviceKey` in this account's cluster. */
+  addTargetGroup(tg: SeededTargetGroup): void {
+    const tags = new Map([
+      [ownershipTags.cluster, this.clusterName],
+      [ownershipTags.service, tg.serviceKey],
+      [ownershipTags.serviceUid, tg.serviceUid],
+    ]);
+    this.targetGroups.set(tg.arn, { ...tg, targets: new Set(tg.targets), tags });
+  }
+
+  /**
+   * Subnets in `vpcId` (which they make known), one per zone, tagged as a cluster's VPC has them
+   * (functions/local/aws-resources.ts): for both NLB roles and shared with this account's cluster,
+   * unless `tags` says otherwise. Returns their IDs.
+   */
+  addSubnets(
+    vpcId: string,
+    options: { zones?: readonly string[]; tags?: Record<string, string> } = {},
+  ): string[] {
+    const tags = options.tags ?? {
+      'kubernetes.io/role/elb': '1',
+      'kubernetes.io/role/internal-elb': '1',
+      [clusterTagKey(this.clusterName)]: 'shared',
+    };
+    return this.ec2.addSubnets(vpcId, options.zones ?? ['us-east-1a', 'us-east-1b'], tags);
   }
 
   /** One HTTP attempt: served, or refused with a throttling error when its bucket is empty. */
@@ -142,7 +474,7 @@ export class FakeAwsAccount {
         (this.stats.throttledByOperation[operation] ?? 0) + 1;
       throw throttlingError(service);
     }
-    return this.serve(operation, inputOf(command));
+    return this.serve(service, operation, inputOf(command));
   }
 
   /**
@@ -158,86 +490,42 @@ export class FakeAwsAccount {
     await this.clock.sleep(this.latencyMs);
   }
 
-  private serve(operation: string, input: Record<string, unknown>): unknown {
-    switch (operation) {
-      case 'RegisterTargets':
-      case 'DeregisterTargets': {
-        const tg = this.targetGroups.get(String(input.TargetGroupArn));
-        if (tg === undefined) throw notFound('target group');
-        const targets = (input.Targets ?? []) as { Id?: string; Port?: number }[];
-        const ids = targets.map((t) => targetKey(tg, t));
-        for (const id of ids) {
-          if (operation === 'RegisterTargets') tg.targets.add(id);
-          else tg.targets.delete(id);
-        }
-        this.onTargetsChanged?.(tg);
-        return {};
+  private serve(service: ServiceName, operation: string, input: Input): unknown {
+    if (service === 'elbv2' && registration.test(operation)) {
+      const tg = this.elbv2.targetGroup(input.TargetGroupArn);
+      const targets = (input.Targets ?? []) as { Id?: string; Port?: number }[];
+      const ids = targets.map((t) => targetKey(tg, t));
+      for (const id of ids) {
+        if (operation === 'RegisterTargets') tg.targets.add(id);
+        else tg.targets.delete(id);
       }
-      case 'DescribeTargetHealth': {
-        // A host update after a failed pass reads what is registered instead of the record.
-        const tg = this.targetGroups.get(String(input.TargetGroupArn));
-        if (tg === undefined) throw notFound('target group');
-        return {
-          TargetHealthDescriptions: [...tg.targets].map((key) => ({
-            Target: describedTarget(tg, key),
-            TargetHealth: { State: 'healthy' },
-          })),
-        };
-      }
-      case 'DescribeTargetGroups': {
-        // By ARNs (one unknown ARN fails the call, as in AWS) or by load balancer; one page.
-        const arns = input.TargetGroupArns as string[] | undefined;
-        const groups =
-          arns !== undefined
-            ? arns.map((arn) => this.targetGroups.get(arn) ?? throwing(notFound(arn)))
-            : [...this.targetGroups.values()].filter(
-                (tg) => tg.loadBalancerArn === input.LoadBalancerArn,
-              );
-        return {
-          TargetGroups: groups.map((tg) => ({
-            TargetGroupArn: tg.arn,
-            TargetType: tg.targetType ?? 'instance',
-            ...(tg.port !== undefined ? { Port: tg.port } : {}),
-            LoadBalancerArns: [tg.loadBalancerArn],
-          })),
-        };
-      }
-      case 'DescribeTags': {
-        // The ownership check before a registration; like AWS, one unknown ARN fails the call.
-        const arns = (input.ResourceArns ?? []) as string[];
-        const groups = [...this.targetGroups.values()];
-        return {
-          TagDescriptions: arns.map((arn) => {
-            const tg = groups.find((g) => g.arn === arn || g.loadBalancerArn === arn);
-            if (tg === undefined) throw notFound(arn);
-            return {
-              ResourceArn: arn,
-              Tags: [
-                { Key: ownershipTags.cluster, Value: this.clusterName },
-                { Key: ownershipTags.service, Value: tg.serviceKey },
-                { Key: ownershipTags.serviceUid, Value: tg.serviceUid },
-              ],
-            };
-          }),
-        };
-      }
-      case 'GetResources': {
-        const filters = (input.TagFilters ?? []) as { Key?: string; Values?: string[] }[];
-        const uid = filters.find((f) => f.Key === ownershipTags.serviceUid)?.Values?.[0];
-        const groups = [...this.targetGroups.values()].filter(
-          (tg) => uid === undefined || tg.serviceUid === uid,
-        );
-        const arns = [...new Set(groups.flatMap((tg) => [tg.loadBalancerArn, tg.arn]))].map(
-          (ResourceARN) => ({
-            ResourceARN,
-            Tags: [{ Key: ownershipTags.serviceUid, Value: uid ?? '' }],
-          }),
-        );
-        return { ResourceTagMappingList: arns, PaginationToken: '' };
-      }
-      default:
-        throw new Error(`bench fake AWS: ${operation} is not implemented`);
+      this.onTargetsChanged?.(tg);
+      return {};
     }
+    if (service === 'elbv2' && operation === 'DescribeTargetHealth') {
+      // A host update after a failed pass reads what is registered instead of the record.
+      const tg = this.elbv2.targetGroup(input.TargetGroupArn);
+      // Targets of a group no load balancer uses yet are `unused`, as AWS reports them.
+      const inUse = this.elbv2.loadBalancerArnsOf(tg).length > 0;
+      return {
+        TargetHealthDescriptions: [...tg.targets].map((key) => ({
+          Target: describedTarget(tg, key),
+          TargetHealth: inUse
+            ? { State: 'healthy' }
+            : { State: 'unused', Reason: 'Target.NotInUse' },
+        })),
+      };
+    }
+    if (service === 'tagging' && operation === 'GetResources')
+      return getResources(this.elbv2, this.ec2, input);
+    const handler =
+      service === 'ec2'
+        ? this.ec2.handlers[operation]
+        : service === 'elbv2'
+          ? this.elbv2.handler(operation)
+          : undefined;
+    if (handler === undefined) throw new Error(`bench fake AWS: ${operation} is not implemented`);
+    return handler(input);
   }
 }
 

@@ -4,6 +4,7 @@
  * one state-table latency, counted as the writes (1 WRU each) they would be. The controller's own
  * TatBudgetStore and RegistrationBudget run on top of it unchanged.
  */
+import { workQueueBatchingWindowSeconds } from '../../functions/contract/queue-limits';
 import {
   RegistrationBudget,
   registrationScope,
@@ -17,6 +18,7 @@ import {
   type TatUpdate,
 } from '../../functions/core/registration-slots';
 import type { BudgetItemAttributes } from '../../functions/core/registration-slots';
+import type { LambdaMeter } from './meter';
 import type { VirtualClock } from './virtual-clock';
 
 export interface BudgetItemStats {
@@ -35,17 +37,21 @@ export class FakeTatItem implements TatItem {
   constructor(
     private readonly clock: VirtualClock,
     private readonly latencyMs: number,
+    private readonly meter?: LambdaMeter,
   ) {}
 
-  async write(write: BudgetWrite): Promise<TatUpdate> {
-    // The request reaches DynamoDB half-way through the round trip, and is answered at the end.
-    await this.clock.sleep(this.latencyMs / 2);
-    const applied = applyBudgetWrite(this.item, write);
-    this.item = applied.item;
-    this.stats.writes++;
-    if (!applied.update.booked) this.stats.refused++;
-    await this.clock.sleep(this.latencyMs / 2);
-    return applied.update;
+  write(write: BudgetWrite): Promise<TatUpdate> {
+    const roundTrip = async () => {
+      // The request reaches DynamoDB half-way through the round trip, and is answered at the end.
+      await this.clock.sleep(this.latencyMs / 2);
+      const applied = applyBudgetWrite(this.item, write);
+      this.item = applied.item;
+      this.stats.writes++;
+      if (!applied.update.booked) this.stats.refused++;
+      await this.clock.sleep(this.latencyMs / 2);
+      return applied.update;
+    };
+    return this.meter === undefined ? roundTrip() : this.meter.call(roundTrip);
   }
 }
 
@@ -69,6 +75,7 @@ export function budgetOn(
         return clock.sleep(ms);
       },
     },
-    { perNamespace },
+    // As createRuntime builds it: the work queue's batching window before a kept slot.
+    { perNamespace, deliveryMs: workQueueBatchingWindowSeconds * 1000 },
   );
 }

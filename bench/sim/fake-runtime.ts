@@ -37,6 +37,7 @@ import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
 import { parseKeptSlots, type KeptSlot } from '../../functions/core/registration-slots';
+import type { LambdaMeter } from './meter';
 import type { VirtualClock } from './virtual-clock';
 
 interface QueuedMessage {
@@ -79,6 +80,8 @@ export const fairQueueModel = {
 export interface FakeQueueOptions {
   /** Deliver as a fair queue (what AWS does with MessageGroupIds on a standard queue). */
   readonly fair?: boolean;
+  /** Bills the functions' calls to the queue as time in a call. */
+  readonly meter?: LambdaMeter | undefined;
 }
 
 /** A standard SQS queue on virtual time. */
@@ -95,6 +98,7 @@ export class FakeQueue {
   private waiters: (() => void)[] = [];
   private nextId = 0;
   private readonly fair: boolean;
+  private readonly meter: LambdaMeter | undefined;
   /** Consumer time spent per message that has finished, for the processing-time share. */
   private processed: { group: string; from: number; to: number }[] = [];
   private readonly lastSentAt = new Map<string, number>();
@@ -106,6 +110,7 @@ export class FakeQueue {
     options: FakeQueueOptions = {},
   ) {
     this.fair = options.fair ?? true;
+    this.meter = options.meter;
   }
 
   /**
@@ -116,7 +121,8 @@ export class FakeQueue {
     return {
       send: async (command: object) => {
         const input = (command as { input: Record<string, unknown> }).input;
-        await this.clock.sleep(this.latencyMs);
+        const roundTrip = () => this.clock.sleep(this.latencyMs);
+        await (this.meter === undefined ? roundTrip() : this.meter.call(roundTrip));
         switch (command.constructor.name) {
           case 'SendMessageBatchCommand': {
             this.stats.sends++;
@@ -335,6 +341,37 @@ interface ChunkCache {
 
 export interface StateStats {
   calls: number;
+  /** DynamoDB on-demand write and read request units, by AWS's rounding (see `Units`). */
+  wru: number;
+  rru: number;
+}
+
+/**
+ * Request units of one DynamoDB request: writes 1 per KB of the larger of the item before and
+ * after (a refused conditional write too), strongly consistent reads 1 per 4 KB, transactions
+ * twice, scans half (eventually consistent).
+ */
+interface Units {
+  readonly wru: number;
+  readonly rru: number;
+}
+
+const write = (wru: number): Units => ({ wru, rru: 0 });
+const read = (rru: number): Units => ({ wru: 0, rru });
+
+/** Units per `unitBytes` of the larger of two item versions (each as stored: JSON). */
+function itemUnits(before: unknown, after: unknown, unitBytes: number): number {
+  const size = (item: unknown) => (item === undefined ? 0 : JSON.stringify(item).length);
+  return Math.max(1, Math.ceil(Math.max(size(before), size(after)) / unitBytes));
+}
+
+function chunkUnits(hosts: EligibleHosts | undefined, unitBytes: number): number {
+  return Math.max(1, Math.ceil(JSON.stringify(hosts?.hosts ?? []).length / unitBytes));
+}
+
+/** How the state is laid out: release 0.1 kept each Service's lease on its record item. */
+export interface StateLayout {
+  readonly leaseOnRecord: boolean;
 }
 
 type Item = Record<string, unknown>;
@@ -345,7 +382,7 @@ type Item = Record<string, unknown>;
  * version read), one latency per DynamoDB request it would make.
  */
 export class FakeStateTable implements RuntimeStore {
-  readonly stats: StateStats = { calls: 0 };
+  readonly stats: StateStats = { calls: 0, wru: 0, rru: 0 };
   readonly items = new Map<string, Item>();
   private eligible: EligibleHosts | undefined;
   /** Per lease, the record version its holder last saw (DynamoStateStore's optimistic check). */
@@ -355,6 +392,8 @@ export class FakeStateTable implements RuntimeStore {
   constructor(
     private readonly clock: VirtualClock,
     private readonly latencyMs: number,
+    private readonly layout: StateLayout = { leaseOnRecord: false },
+    private readonly meter?: LambdaMeter,
   ) {}
 
   /** Seeds a Service record without latency (the state before the node event). */
@@ -395,14 +434,14 @@ export class FakeStateTable implements RuntimeStore {
     const lastRun = typeof item.lastRunAtMs === 'number' ? item.lastRunAtMs : undefined;
     const tick = typeof item.chain === 'string' && gate.chains.includes(item.chain);
     if (lastRun !== undefined && !tick && lastRun + gate.minIntervalMs > nowCalendar) {
-      await this.call();
+      await this.call(write(1));
       return { acquired: false, tooSoon: true, dueAtMs: lastRun + gate.minIntervalMs };
     }
     return this.acquire(nodeSyncLeasePk, owner, ttlSeconds);
   }
 
   private async acquire(pk: string, owner: string, ttlSeconds: number): Promise<AcquireResult> {
-    await this.call();
+    await this.call(this.leaseWrite(pk));
     const now = this.clock.ms;
     const item = this.item(pk);
     if (item.leaseOwner === undefined || Number(item.leaseUntil) < now) {
@@ -425,7 +464,7 @@ export class FakeStateTable implements RuntimeStore {
         },
       };
     }
-    await this.call();
+    await this.call(this.leaseWrite(pk));
     item.dirty = true;
     return { acquired: false, heldUntil: Number(item.leaseUntil) };
   }
@@ -438,12 +477,12 @@ export class FakeStateTable implements RuntimeStore {
     _retryAt?: number,
     keptSlots: readonly KeptSlot[] = [],
   ): Promise<FinishResult & { failures?: number }> {
-    await this.call();
+    await this.call(this.leaseWrite(lease.id));
     const item = this.item(lease.id);
     const holds = item.leaseOwner === lease.owner && item.fence === lease.fence;
     if (holds && item.dirty !== true)
       return this.release(lease, item, failures, unverified, keptSlots);
-    await this.call();
+    await this.call(this.leaseWrite(lease.id));
     if (!holds) return { kind: 'lost' };
     item.dirty = false;
     item.leaseUntil = this.clock.ms + ttlSeconds * 1000;
@@ -458,7 +497,7 @@ export class FakeStateTable implements RuntimeStore {
     _retryAt?: number,
     keptSlots: readonly KeptSlot[] = [],
   ): Promise<FinishResult & { failures?: number }> {
-    await this.call();
+    await this.call(this.leaseWrite(lease.id));
     const item = this.item(lease.id);
     if (item.leaseOwner !== lease.owner || item.fence !== lease.fence) return { kind: 'lost' };
     return this.release(lease, item, failures, unverified, keptSlots);
@@ -533,7 +572,7 @@ export class FakeStateTable implements RuntimeStore {
   fencedBy(lease: Lease, cache: ChunkCache = { hash: undefined }): StateStore {
     // The record item is written whole, conditioned on the version this lease's holder saw.
     const recordWrite = async (key: ServiceKey, rec: ServiceRecord | undefined) => {
-      await this.call();
+      await this.call(write(itemUnits(this.items.get(servicePk(key)), { rec }, 1024)));
       const item = this.items.get(servicePk(key));
       if (lease.id !== serviceLeasePk(key) || item?.ver !== this.seen.get(lease)?.ver) {
         throw new BusyError(`${key} was written since lease ${lease.id} read it; not writing`);
@@ -543,17 +582,18 @@ export class FakeStateTable implements RuntimeStore {
       this.items.set(pk, rec === undefined ? { pk, ver } : { pk, rec, ver });
       this.seen.set(lease, { ver, hasRecord: rec !== undefined });
     };
-    const fenced = async (write: () => void) => {
-      await this.call();
+    const fenced = async (apply: () => void) => {
+      // A transaction: the lease check and the meta item, each billed twice.
+      await this.call(write(4));
       const item = this.item(lease.id);
       if (item.leaseOwner !== lease.owner || item.fence !== lease.fence) {
         throw new BusyError(`lease on ${lease.id} was lost (fence ${lease.fence}); not writing`);
       }
-      write();
+      apply();
     };
     return {
       getService: async (key) => {
-        await this.call();
+        await this.call(read(itemUnits(this.items.get(servicePk(key)), undefined, 4096)));
         const item = this.items.get(servicePk(key));
         const rec = item?.rec;
         this.seen.set(lease, {
@@ -568,7 +608,7 @@ export class FakeStateTable implements RuntimeStore {
       // A tombstone stays (DynamoDB's TTL removes it a day later).
       deleteService: (key) => recordWrite(key, undefined),
       markKept: async (key, kept) => {
-        await this.call();
+        await this.call(write(1));
         const item = this.item(keptPk(key.slice(0, key.indexOf('/'))));
         const keys = new Set((item.keys as string[] | undefined) ?? []);
         if (kept) keys.add(key);
@@ -578,20 +618,21 @@ export class FakeStateTable implements RuntimeStore {
       listServiceHosts: () => this.listServiceHosts(),
       getEligibleHosts: async () => {
         // The meta item, then the chunk (one chunk holds ~3,000 hosts) unless the instance has it.
-        await this.call();
-        if (this.eligible !== undefined && cache.hash !== this.eligible.hash) await this.call();
+        await this.call(read(1));
+        if (this.eligible !== undefined && cache.hash !== this.eligible.hash)
+          await this.call(read(chunkUnits(this.eligible, 4096)));
         cache.hash = this.eligible?.hash;
         return this.eligible === undefined ? undefined : structuredClone(this.eligible);
       },
       putEligibleHosts: async (hosts) => {
         // Chunk Put, meta Get, TransactWrite (lease check + meta), old chunk Delete.
-        await this.call();
-        await this.call();
+        await this.call(write(chunkUnits(hosts, 1024)));
+        await this.call(read(1));
         await fenced(() => {
           this.eligible = structuredClone(hosts);
         });
         cache.hash = hosts.hash;
-        await this.call();
+        await this.call(write(1));
       },
     };
   }
@@ -599,7 +640,7 @@ export class FakeStateTable implements RuntimeStore {
   // Each bookkeeping read or write is one request on the run's lease item, as in DynamoStateStore.
 
   async nodeSyncTimer(): Promise<NodeSyncTimer> {
-    await this.call();
+    await this.call(read(1));
     const item = this.items.get(nodeSyncLeasePk);
     return {
       chain: typeof item?.chain === 'string' ? item.chain : undefined,
@@ -643,7 +684,7 @@ export class FakeStateTable implements RuntimeStore {
   }
 
   async sweepBook(): Promise<SweepBook> {
-    await this.call();
+    await this.call(read(1));
     const item = this.items.get(sweepLeasePk);
     return {
       resyncPass: typeof item?.resyncPass === 'string' ? item.resyncPass : undefined,
@@ -708,7 +749,9 @@ export class FakeStateTable implements RuntimeStore {
         result.push({ key: rec.key, hostsHash: rec.hostsHash, nodeSelector: rec.nodeSelector });
     }
     const pages = Math.max(1, Math.ceil(bytes / 1_000_000));
-    for (let i = 0; i < pages; i++) await this.call();
+    // Eventually consistent: half a unit per 4 KB read.
+    for (let i = 0; i < pages; i++)
+      await this.call(read(Math.ceil(Math.min(bytes, 1_000_000) / 4096) / 2));
     return result;
   }
 
@@ -721,9 +764,22 @@ export class FakeStateTable implements RuntimeStore {
     return item;
   }
 
-  private async call(): Promise<void> {
+  private async call(units: Units = write(1)): Promise<void> {
     this.stats.calls++;
-    await this.clock.sleep(this.latencyMs);
+    this.stats.wru += units.wru;
+    this.stats.rru += units.rru;
+    const roundTrip = () => this.clock.sleep(this.latencyMs);
+    await (this.meter === undefined ? roundTrip() : this.meter.call(roundTrip));
+  }
+
+  /**
+   * A write to a lease item: one unit, or, in release 0.1's layout (the lease on the record
+   * item), what a write of the ~2.5 KB record item costs.
+   */
+  private leaseWrite(pk: string): Units {
+    if (!this.layout.leaseOnRecord || !pk.startsWith(serviceLeasePk(''))) return write(1);
+    const key = pk.slice(serviceLeasePk('').length);
+    return write(Math.max(1, itemUnits(this.items.get(servicePk(key)), undefined, 1024)));
   }
 }
 
@@ -733,6 +789,7 @@ export function withLatency<T extends object>(
   clock: VirtualClock,
   latencyMs: number,
   counter?: { calls: number },
+  meter?: LambdaMeter,
 ): T {
   return new Proxy(target, {
     get(object, property, receiver) {
@@ -740,7 +797,8 @@ export function withLatency<T extends object>(
       if (typeof value !== 'function') return value;
       return async (...args: unknown[]) => {
         if (counter) counter.calls++;
-        await clock.sleep(latencyMs);
+        const roundTrip = () => clock.sleep(latencyMs);
+        await (meter === undefined ? roundTrip() : meter.call(roundTrip));
         return (value as (...a: unknown[]) => unknown).apply(object, args);
       };
     },
@@ -755,6 +813,8 @@ export interface EsmOptions {
   readonly batchingWindowMs: number;
   /** Invoking a warm function instance. */
   readonly invokeMs: number;
+  /** Bills each invocation's handler (GB-seconds, waiting share). */
+  readonly meter?: LambdaMeter | undefined;
 }
 
 export interface EsmStats {
@@ -790,7 +850,9 @@ export function runEventSourceMapping(
         const started = clock.ms;
         await clock.sleep(options.invokeMs);
         stats.invocations++;
-        const result = await handler(records, runtime);
+        const result = await (options.meter === undefined
+          ? handler(records, runtime)
+          : options.meter.invoke(() => handler(records, runtime)));
         stats.busyMs += clock.ms - started;
         const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
         await queue.delete(records.filter((r) => !failed.has(r.messageId)));

@@ -25,3 +25,10 @@ export function eventSourceMaxConcurrency(elbv2CallsPerSecondBudget: number): nu
  * receive limit (and its DLQ) is kept for poison messages, never for throttling or a long outage.
  */
 export const resendAfterReceives = 8;
+
+/**
+ * The work queue's event source batching window: a message waits up to this long after it is
+ * visible before a batch that is not full is handed over. A key that comes back for a kept
+ * registration slot asks to be visible this much before the slot (registration-budget.ts).
+ */
+export const workQueueBatchingWindowSeconds = 1;

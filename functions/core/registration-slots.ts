@@ -173,6 +173,14 @@ export type BudgetWrite =
       readonly lanes: readonly string[];
       readonly immediateTat: number;
       readonly latestLane: number;
+    }
+  /** A ticket: `attribute = end` if it is still `known` (undefined: absent). */
+  | {
+      readonly kind: 'ticket';
+      readonly attribute: string;
+      readonly known: number | undefined;
+      readonly end: number;
+      readonly lanes: readonly string[];
     };
 
 /**
@@ -189,6 +197,30 @@ export function bookedSlotTimes(
   return Array.from({ length: count }, (_, i) =>
     Math.max(nowMs, first + i * rule.intervalMs - rule.toleranceMs),
   );
+}
+
+/**
+ * The attribute of a namespace's ticket line: when its next caller held back by the share may
+ * try again. Tickets go one call's slots apart, so callers that must come back through the queue
+ * come back one after another, at the rate the namespace could book, not all at once (issue 37:
+ * they wait in SQS, not in a Lambda). One per first lane: namespaces that share it share a line.
+ */
+export function namespaceTicketAttribute(namespace: string): string {
+  return `q${mix32(fnv1a(namespace)) & 15}`;
+}
+
+/**
+ * A ticket after `known` (the line's end as last seen; undefined: none), not before `turnAtMs`:
+ * the caller's turn, and the line's new end `count` intervals later.
+ */
+export function nextTicket(
+  known: number | undefined,
+  turnAtMs: number,
+  count: number,
+  rule: SlotRule,
+): { readonly turnAtMs: number; readonly end: number } {
+  const turn = Math.max(known ?? 0, turnAtMs);
+  return { turnAtMs: turn, end: turn + count * rule.intervalMs };
 }
 
 /** The item's numbers by attribute: `tat` and the lanes. */
@@ -231,6 +263,11 @@ export function applyBudgetWrite(
   item: BudgetItemAttributes,
   write: BudgetWrite,
 ): { readonly update: TatUpdate; readonly item: BudgetItemAttributes } {
+  if (write.kind === 'ticket') {
+    if (item[write.attribute] !== write.known) return { update: { booked: false, item }, item };
+    const updated = { ...item, [write.attribute]: write.end };
+    return { update: { booked: true, tat: write.end }, item: updated };
+  }
   const tat = item.tat;
   let next: number | undefined;
   if (write.kind === 'restart') {
@@ -327,11 +364,12 @@ export function useKeptSlot(kept: KeptSlot[], lane: BudgetLane, nowMs: number): 
 }
 
 /**
- * Whole seconds until a slot at `atMs` is within `slotWaitBoundMs` (at least 1: SQS delays
- * are whole seconds), so the message comes back as close to it as SQS allows.
+ * The delay (whole seconds, at least 1: SQS delays are whole seconds) that brings a message back
+ * at most `slotWaitBoundMs` before a slot at `atMs`: its consumer takes it `deliveryMs` after it
+ * is visible again (the event source's batching window), so that much earlier.
  */
-export function secondsUntilSlot(atMs: number, nowMs: number): number {
-  return Math.max(1, Math.ceil((atMs - nowMs - slotWaitBoundMs) / 1000));
+export function secondsUntilSlot(atMs: number, nowMs: number, deliveryMs = 0): number {
+  return Math.max(1, Math.ceil((atMs - nowMs - slotWaitBoundMs - deliveryMs) / 1000));
 }
 
 /** The most slots one key keeps: two lanes' worth for the largest Service's target groups. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { syncNodes } from '../sync/sync-nodes';
+import { planNodeSyncPass } from '../sync/sync-nodes';
 import type { RuntimeContext } from './context';
 import type { AcquireResult } from './ports';
 import { newCollector, publishLifecycle } from './lifecycle-feed';
@@ -53,7 +53,7 @@ export async function runNodeSync(
   try {
     for (let pass = 1; pass <= maxPasses; pass++) {
       const started = ctx.syncDeps.clock.now().getTime();
-      const result = await syncNodes({
+      const result = await planNodeSyncPass({
         ...ctx.syncDeps,
         state: ctx.store.fencedBy(lease),
         lifecycle,
@@ -64,14 +64,14 @@ export async function runNodeSync(
         // Given the new set, they need not wait for it to be stored: both at once, and both
         // settled before the pass goes on (a failed store still fails the pass).
         const settled = await Promise.allSettled([
-          result.stored,
+          result.store(),
           runHostUpdatesNow(ctx, result.servicesToUpdate, result.eligible),
         ]);
         const failed = settled.find((o): o is PromiseRejectedResult => o.status === 'rejected');
         if (failed !== undefined) throw failed.reason as Error;
       } else {
         // The work queue's host updates read the set back: stored first.
-        await result.stored;
+        await result.store();
         await ctx.queue.send(
           result.servicesToUpdate.map((key) => ({
             v: 1,

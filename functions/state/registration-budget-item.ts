@@ -5,9 +5,9 @@ import type { BudgetWrite, TatUpdate } from '../core/registration-slots';
 import { registrationBudgetPk } from './table-layout';
 
 /**
- * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, and the
- * namespaces' booked horizons in `n0`…`n31` (32 numbers at most, whatever the namespaces: about
- * 400 bytes, one write unit).
+ * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, the
+ * namespaces' booked horizons in `n0`…`n31` and their ticket lines in `q0`…`q15` (48 numbers at
+ * most, whatever the namespaces: about 600 bytes, one write unit).
  */
 export class DynamoTatItem implements TatItem {
   constructor(
@@ -17,6 +17,18 @@ export class DynamoTatItem implements TatItem {
   ) {}
 
   write(write: BudgetWrite): Promise<TatUpdate> {
+    if (write.kind === 'ticket') {
+      return this.update({
+        ConditionExpression: write.known === undefined ? 'attribute_not_exists(#q)' : '#q = :known',
+        UpdateExpression: 'SET #q = :end',
+        ExpressionAttributeNames: { '#q': write.attribute },
+        ExpressionAttributeValues: {
+          ':end': write.end,
+          ...(write.known === undefined ? {} : { ':known': write.known }),
+        },
+        returns: write.attribute,
+      });
+    }
     const names: Record<string, string> = {};
     write.lanes.forEach((lane, i) => (names[`#l${i}`] = lane));
     const setLanes = write.lanes.map((_, i) => `, #l${i} = `);
@@ -61,8 +73,10 @@ export class DynamoTatItem implements TatItem {
     UpdateExpression: string;
     ExpressionAttributeNames: Record<string, string>;
     ExpressionAttributeValues: Record<string, number>;
+    /** The attribute whose new value the write reports (`tat` but for a ticket). */
+    returns?: string;
   }): Promise<TatUpdate> {
-    const { ExpressionAttributeNames, ...rest } = expression;
+    const { ExpressionAttributeNames, returns = 'tat', ...rest } = expression;
     try {
       const result = await this.doc.send(
         new UpdateCommand({
@@ -74,7 +88,7 @@ export class DynamoTatItem implements TatItem {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { booked: true, tat: Number(result.Attributes?.tat) };
+      return { booked: true, tat: Number(result.Attributes?.[returns]) };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       // The document client does not unmarshall the item a refused condition returns.

@@ -8,40 +8,53 @@ export interface NodeSyncResult {
   readonly servicesToUpdate: readonly ServiceKey[];
   readonly eligibleHosts: number;
   readonly changed: boolean;
-  /** The eligible host set this pass decided (stored, or being stored: `stored`). */
+}
+
+/** A node-sync pass worked out but not stored yet (`storeNodeSync`). */
+export interface PlannedNodeSync extends NodeSyncResult {
+  /** The eligible host set this pass decided. */
   readonly eligible: EligibleHosts;
-  /** Settles once the set is stored, the change announced and nodes that cannot be targets warned. */
-  readonly stored: Promise<void>;
+  readonly store: () => Promise<void>;
 }
 
 /**
  * One node-sync pass: list Nodes, decide the eligible host set, store it when it changed, warn about
- * nodes that cannot be targets, and name the Services whose LB has other hosts. The storing runs
- * while the caller goes on (`stored`): host updates that are given the set need not wait for it
- * (issue 37), and ones that read it back must.
+ * nodes that cannot be targets, and name the Services whose LB has other hosts.
  */
 export async function syncNodes(deps: SyncDependencies): Promise<NodeSyncResult> {
+  const planned = await planNodeSyncPass(deps);
+  await planned.store();
+  return {
+    servicesToUpdate: planned.servicesToUpdate,
+    eligibleHosts: planned.eligibleHosts,
+    changed: planned.changed,
+  };
+}
+
+/**
+ * The pass's reads and decision, with its writes (store the set, announce the change, warn about
+ * nodes that cannot be targets) left to `store`: host updates given the set need not wait for
+ * them (issue 37); ones that read it back must.
+ */
+export async function planNodeSyncPass(deps: SyncDependencies): Promise<PlannedNodeSync> {
   const [nodes, previous, services] = await Promise.all([
     deps.kube.listNodes(),
     deps.state.getEligibleHosts(),
     deps.state.listServiceHosts(),
   ]);
   const plan = planNodeSync(nodes, deps.nodePolicy, previous, services);
-  const stored = (async () => {
-    if (plan.changed) {
-      await deps.state.putEligibleHosts(plan.eligible);
-      announceNodeSet(previous, plan.eligible, deps);
-    }
-    for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
-  })();
-  // Awaited by the caller; never an unhandled rejection meanwhile.
-  stored.catch(() => undefined);
   return {
     servicesToUpdate: plan.servicesToUpdate,
     eligibleHosts: plan.eligible.hosts.length,
     changed: plan.changed,
     eligible: plan.eligible,
-    stored,
+    store: async () => {
+      if (plan.changed) {
+        await deps.state.putEligibleHosts(plan.eligible);
+        announceNodeSet(previous, plan.eligible, deps);
+      }
+      for (const warning of plan.warnings) await deps.events.record(warning.object, warning.event);
+    },
   };
 }
 

@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { addRateLimits } from '../aws/clients';
+import { workQueueBatchingWindowSeconds } from '../contract/queue-limits';
 import { boundedRetry } from '../aws/bounded-retry';
 import { callerRoleOption } from '../aws/caller-role';
 import { DynamoStateStore } from '../state/dynamo-state-store';
@@ -228,6 +229,7 @@ function registrationBudgetFor(
     new TatBudgetStore(new DynamoTatItem(doc, config.tableName)),
     spec,
     systemTimer,
+    { deliveryMs: workQueueBatchingWindowSeconds * 1000 },
   );
 }
 

@@ -136,7 +136,10 @@ it('one namespace hogs the registration budget: its Services follow their last s
   const simulated =
     fair.quietMs < victimBudgetMs &&
     fair.quietMs < fcfs.quietMs &&
-    fair.attackerCalls >= fcfs.attackerCalls * 0.95;
+    // Fairness may cost the attacker a little of what it got first come, first served: its
+    // held-back callers come back through the queue (issue 37), and in this simulation every
+    // flip that finds a pass running comes back as a full sync, whose reads AWS throttles.
+    fair.attackerCalls >= fcfs.attackerCalls * 0.85;
   if (simulated) converged++;
   else
     problems.push(

@@ -10,6 +10,8 @@ import {
   applyBudgetWrite,
   bookedSlotTimes,
   bookSlot,
+  namespaceTicketAttribute,
+  secondsUntilSlot,
   keptSlotGraceMs,
   latestBookableTat,
   parseKeptSlots,
@@ -171,7 +173,8 @@ describe('RegistrationBudget', () => {
           return Promise.resolve();
         },
       },
-      { perNamespace },
+      // The work queue's batching window, as createRuntime gives it.
+      { perNamespace, deliveryMs: 1_000 },
     );
     return { budget, waits, item };
   }
@@ -205,8 +208,10 @@ describe('RegistrationBudget', () => {
     const { budget, waits } = budgetAt(now, item);
     const { kept, error } = await takeFor('team-a/web', budget);
     expect(error).toBeInstanceOf(RequeueAfterError);
-    // Back 3 s later (SQS delays are whole seconds), 100 ms before the slot.
-    expect((error as RequeueAfterError).seconds).toBe(3);
+    // Visible again 2 s later (SQS delays are whole seconds): with the work queue's 1 s
+    // batching window, taken about 100 ms before the slot.
+    expect((error as RequeueAfterError).seconds).toBe(2);
+    expect(secondsUntilSlot(3_100, 0, 1_000)).toBe(2);
     expect((error as RequeueAfterError).message).toMatch(/kept for this Service/);
     expect(kept).toEqual([{ lane: 'register', atMs: 3_100 }]);
     expect(waits).toEqual([]);
@@ -292,7 +297,7 @@ describe('RegistrationBudget', () => {
     const dereg = await takeFor('team-a/web', budget, 'DeregisterTargets');
     const atMs = latestBookableTat(0, register) + 2_100 - register.toleranceMs;
     expect(dereg.kept).toEqual([{ lane: 'deregister', atMs }]);
-    expect((dereg.error as RequeueAfterError).seconds).toBe(Math.ceil((atMs - 250) / 1000));
+    expect((dereg.error as RequeueAfterError).seconds).toBe(Math.ceil((atMs - 250 - 1_000) / 1000));
     expect(waits).toEqual([]);
   });
 
@@ -354,14 +359,20 @@ describe('RegistrationBudget', () => {
     const { budget, waits } = budgetAt(now, item);
     const q = await takeFor(`${quiet}/web`, budget);
     expect(q.kept).toEqual([{ lane: 'register', atMs: 3_250 }]);
-    // The hog's turn comes when its latest slot is within a second (2 s): nothing booked.
+    // The hog's turn comes when its latest slot is within a second (2 s): no slot is booked,
+    // but a ticket on the hog's line (a second write), so its callers come back one by one.
     const writes = item.writes;
     const h = await takeFor('hog/web', budget);
     expect((h.error as RequeueAfterError).seconds).toBe(2);
     expect((h.error as RequeueAfterError).message).toMatch(/holds its share/);
     expect(h.kept).toEqual([]);
-    expect(item.writes).toBe(writes + 1);
-    // Back then, it books behind the quiet call (at 3.5 s), and keeps that slot.
+    expect(item.writes).toBe(writes + 2);
+    expect(item.values[namespaceTicketAttribute('hog')]).toBe(2_000 + register.intervalMs);
+    // The hog's next caller queues behind it: its turn one call later.
+    const second = await takeFor('hog/api', budget);
+    expect((second.error as RequeueAfterError).seconds).toBe(3);
+    expect(item.values[namespaceTicketAttribute('hog')]).toBe(2_000 + 2 * register.intervalMs);
+    // Back at its turn, the first books behind the quiet call (at 3.5 s), and keeps that slot.
     now.ms = 2_000;
     const again = await takeFor('hog/web', budget);
     expect(again.kept).toEqual([{ lane: 'register', atMs: 3_500 }]);

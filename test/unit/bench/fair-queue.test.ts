@@ -66,8 +66,9 @@ describe('propagation: one Service in a quiet namespace behind a 500-Service bur
     const unfair = await simulateNamespaceBurst({ fair: false });
     expect(fair.burstConverged).toBe(500);
     expect(unfair.burstConverged).toBe(500);
-    // Without fairness the quiet change waits for most of the burst (bound by RegisterTargets).
-    expect(unfair.quietMs).toBeGreaterThan(60_000);
+    // Without fairness the quiet change waits behind the burst's messages in the queue (those
+    // coming back for their registration slots are out of the way: issue 37).
+    expect(unfair.quietMs).toBeGreaterThan(15_000);
     // With it, the quiet change waits for a consumer to finish its batch, not for the burst.
     expect(fair.quietMs).toBeLessThan(unfair.quietMs / 4);
     expect(fair.quietMs).toBeLessThan(30_000);
