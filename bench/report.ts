@@ -14,6 +14,8 @@ import { forwarderChart, forwarderSection } from './scenarios/forwarder-report';
 import type { BundlesResult } from './scenarios/bundles';
 import { bundlesSection } from './scenarios/bundles-report';
 import type { OursRun, PropagationResult, SeedRun } from './scenarios/propagation';
+import type { CostSimResult } from './scenarios/cost-sim';
+import { costSimSection } from './scenarios/cost-sim-report';
 import { propagationCharts, propagationSection } from './scenarios/propagation-report';
 import type { ScaleResult } from './scenarios/scale';
 import { scaleSection } from './scenarios/scale-report';
@@ -42,6 +44,8 @@ export interface BenchResults {
   readonly forwarder?: ForwarderResult | undefined;
   readonly bundles?: BundlesResult | undefined;
   readonly cost?: CostResult | undefined;
+  /** Cost and bursts on the virtual clock (issue 37). */
+  readonly costSim?: CostSimResult | undefined;
   readonly scale?: ScaleResult | undefined;
 }
 
@@ -125,6 +129,7 @@ export function renderMarkdown(results: BenchResults): string {
   }
   if (results.forwarder) sections.push('', forwarderSection(results.forwarder));
   if (results.bundles) sections.push('', bundlesSection(results.bundles));
+  if (results.costSim) sections.push('', costSimSection(results.costSim));
   if (results.cost) sections.push('', costSection(results.cost, results.throughput));
   if (results.scale) sections.push('', scaleSection(results.scale));
   sections.push('', assumptions(results), '');

@@ -5,10 +5,11 @@
  * the others still run; the exit code is then non-zero.
  *
  * Sizes: BENCH_THROUGHPUT_SERVICES (default 50), BENCH_SERVICES / BENCH_NODES for the forwarder
- * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5).
+ * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5), BENCH_COST_BURSTS (default 1,50,1000).
  *
  * `npm run bench -- --only throughput,cost` runs only the named sections (calls, propagation,
- * throughput, "throughput (in-memory provider)", forwarder, bundles, cost; cost needs throughput)
+ * cost-sim, throughput, "throughput (in-memory provider)", forwarder, bundles, cost; cost needs
+ * throughput)
  * and prints their tables without touching bench/results, which hold a full run.
  */
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -18,6 +19,7 @@ import { killTracked } from './support/children';
 import { measureBundles } from './scenarios/bundles';
 import { measureCalls } from './scenarios/calls';
 import { costOf } from './scenarios/cost';
+import { costSim } from './scenarios/cost-sim';
 import { forwarderBench } from './scenarios/forwarder';
 import { propagation } from './scenarios/propagation';
 import { scale } from './scenarios/scale';
@@ -28,6 +30,7 @@ const sizes = {
   forwarderServices: Number(process.env.BENCH_SERVICES ?? 10_000),
   forwarderNodes: Number(process.env.BENCH_NODES ?? 5_000),
   coldRuns: Number(process.env.BENCH_COLD_RUNS ?? 5),
+  costSimBursts: (process.env.BENCH_COST_BURSTS ?? '1,50,1000').split(',').map(Number),
 };
 
 const onlyAt = process.argv.indexOf('--only');
@@ -79,6 +82,7 @@ try {
   const endpoint = moto.endpoint;
   output.calls = await section('calls', () => measureCalls(endpoint));
   output.propagation = await section('propagation', () => propagation([1, 100, 1000]));
+  output.costSim = await section('cost-sim', () => costSim(sizes.costSimBursts));
   output.throughput = await section('throughput', () =>
     throughput(endpoint, { services: sizes.throughputServices }),
   );

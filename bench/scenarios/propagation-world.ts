@@ -228,6 +228,7 @@ export function ourWorld(
   const concurrency = eventSourceMaxConcurrency(options.elbv2CallsPerSecond);
   const metrics = new CountingMetrics();
   const clients: (FakeAwsClients | Release01Clients)[] = [];
+  const providers: NlbProvider[] = [];
   const makeRuntime = (w: number, warm = false): RuntimeContext => {
     const aws = release01
       ? new Release01Clients(account, clock, random)
@@ -245,6 +246,7 @@ export function ourWorld(
       defaultSslPolicy: config.aws.defaultSslPolicy,
       defaultTags: {},
     });
+    providers.push(provider);
     let passes = 0;
     return {
       config,
@@ -323,5 +325,10 @@ export function ourWorld(
     esm,
     meter,
     config,
+    /**
+     * Settles once every instance's provider has loaded the tagging API (deletions use it): await
+     * it before the clock runs, or virtual time would pass while the module loads.
+     */
+    ready: () => Promise.all(providers.map((p) => p.loadTaggingApi())),
   };
 }

@@ -94,8 +94,9 @@ export function isAwsError(error: unknown, ...codes: string[]): boolean {
 }
 
 /**
- * How soon a pass that AWS throttled comes back: the buckets refill at 3–20 calls a second, so a
- * couple of seconds finds tokens again, and the pass does not hold a Lambda while they refill.
+ * How soon a pass that AWS throttled comes back the first time: the buckets refill at 3–20 calls a
+ * second, so a couple of seconds finds tokens again, and the pass does not hold a Lambda while
+ * they refill. It doubles each time the message comes back throttled again (key-passes.ts).
  */
 export const throttledRequeueSeconds = 2;
 
@@ -116,7 +117,7 @@ export function translateAwsError(error: unknown, action: string): Error {
     return new RequeueAfterError(
       `AWS throttled ${text}; the sync comes back in ${throttledRequeueSeconds} s`,
       throttledRequeueSeconds,
-      { cause: error },
+      { cause: error, grows: true },
     );
   }
   return new RetryableError(text, { cause: error, failureClass: found ?? 'transient' });

@@ -40,12 +40,18 @@ export class RetryableError extends ControllerError {
 export class RequeueAfterError extends ControllerError {
   override readonly name = 'RequeueAfterError';
   readonly kind = 'requeue-after';
+  /**
+   * The delay doubles each time the key's message comes back for it again (AWS throttling: a
+   * crowd of passes that all come back at once would be throttled again), up to a minute.
+   */
+  readonly grows: boolean;
   constructor(
     message: string,
     readonly seconds: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; grows?: boolean },
   ) {
     super(message, options);
+    this.grows = options?.grows === true;
   }
 }
 

@@ -129,6 +129,14 @@ export class NlbProvider implements LoadBalancerProvider {
   }
 
   /** Every owner of this cluster's resources, for the sweep (tagged-resources.ts). */
+  /**
+   * Loads the tagging API now instead of on the first deletion: for a caller whose clock must
+   * not run while a module loads (the benchmark's virtual clock); nothing is sent.
+   */
+  async loadTaggingApi(): Promise<void> {
+    await this.context.taggingApi();
+  }
+
   ownersInCluster(): Promise<Map<string, string>> {
     return ownersInCluster(this.context);
   }

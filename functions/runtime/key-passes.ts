@@ -29,6 +29,27 @@ export interface KeyOrigin {
   readonly direct?: boolean;
   /** The eligible hosts node sync has just worked out, for its direct host updates. */
   readonly eligible?: EligibleHosts | undefined;
+  /** How many times the message has been received (SQS's ApproximateReceiveCount). */
+  readonly receiveCount?: number | undefined;
+}
+
+/** The longest a growing requeue-after delay gets (AWS throttling). */
+export const maxGrowingRequeueSeconds = 60;
+
+/**
+ * A requeue-after delay: as asked, or, for one that grows (AWS throttling), doubled for each
+ * earlier receive of the message, up to a minute, with jitter so a crowd of keys throttled
+ * together does not come back together.
+ */
+export function requeueSeconds(
+  outcome: { readonly seconds: number; readonly grows?: boolean },
+  receiveCount = 1,
+  random: () => number = Math.random,
+): number {
+  if (outcome.grows !== true) return outcome.seconds;
+  const doubled = outcome.seconds * 2 ** Math.min(6, Math.max(0, receiveCount - 1));
+  const capped = Math.min(maxGrowingRequeueSeconds, doubled);
+  return Math.max(1, Math.round(capped * (0.5 + random() / 2)));
 }
 
 /** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
@@ -198,7 +219,10 @@ async function runPasses(
       if (outcome.kind === 'done' || outcome.kind === 'terminal') return undefined;
       return {
         message: again(mode, key, sweepPass),
-        seconds: outcome.kind === 'requeue-after' ? outcome.seconds : retryDelay,
+        seconds:
+          outcome.kind === 'requeue-after'
+            ? requeueSeconds(outcome, origin.receiveCount)
+            : retryDelay,
       };
     }
     if (outcome.kind === 'retry') {
@@ -220,7 +244,10 @@ async function runPasses(
     }
     await publishLifecycle(ctx, lifecycle.events);
     if (outcome.kind === 'requeue-after') {
-      return { message: again(mode, key, sweepPass), seconds: outcome.seconds };
+      return {
+        message: again(mode, key, sweepPass),
+        seconds: requeueSeconds(outcome, origin.receiveCount),
+      };
     }
     if (handedBack) return { message: again(mode, key, sweepPass), seconds: 0 };
     // Another holder's write came between this pass's read and its write (a release 0.1 holder,

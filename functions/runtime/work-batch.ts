@@ -265,7 +265,11 @@ async function processKey(
 ): Promise<string | undefined> {
   const primary = records[0];
   if (primary === undefined) return undefined;
-  const next = await runKey(key, modes, ctx, { messageId: primary.messageId, pass });
+  const next = await runKey(key, modes, ctx, {
+    messageId: primary.messageId,
+    pass,
+    receiveCount: primary.receiveCount,
+  });
   if (next === undefined) return undefined;
   return await comeBackLater(primary, next.message, next.seconds, ctx).catch(
     () => primary.messageId,

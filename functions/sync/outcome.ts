@@ -11,7 +11,13 @@ import {
  */
 export type SyncOutcome =
   | { readonly kind: 'done' }
-  | { readonly kind: 'requeue-after'; readonly seconds: number; readonly reason: string }
+  | {
+      readonly kind: 'requeue-after';
+      readonly seconds: number;
+      readonly reason: string;
+      /** The delay grows with each return for the same reason (RequeueAfterError.grows). */
+      readonly grows?: boolean;
+    }
   | { readonly kind: 'retry'; readonly error: unknown }
   /** Someone else holds the key: not a failure, the failure count stays as it is. */
   | { readonly kind: 'busy'; readonly error: unknown }
@@ -35,7 +41,9 @@ export function outcomeOf(error: unknown): SyncOutcome {
       throw error instanceof InvariantError ? error : new InvariantError(String(error));
     case 'requeue-after': {
       const requeue = error as RequeueAfterError;
-      return requeueAfter(requeue.seconds, requeue.message);
+      return requeue.grows
+        ? { kind: 'requeue-after', seconds: requeue.seconds, reason: requeue.message, grows: true }
+        : requeueAfter(requeue.seconds, requeue.message);
     }
     case 'terminal':
       return { kind: 'terminal', error: error as TerminalError };

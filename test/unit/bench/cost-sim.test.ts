@@ -1,0 +1,75 @@
+/**
+ * The cost simulation of issue 37 (bench/scenarios/cost-sim.ts) and its meter
+ * (bench/sim/meter.ts): virtual time, so call counts and bills are exact.
+ */
+import { describe, expect, it } from 'vitest';
+import { createFloorMs, simulateLifecycle } from '../../../bench/scenarios/cost-sim';
+import { LambdaMeter } from '../../../bench/sim/meter';
+import { VirtualClock } from '../../../bench/sim/virtual-clock';
+
+describe('the Lambda meter', () => {
+  it('bills handler time and counts the time with no call in flight as waiting', async () => {
+    const clock = new VirtualClock();
+    const meter = new LambdaMeter(clock);
+    await clock.run(
+      meter.invoke(async () => {
+        await meter.call(() => clock.sleep(50));
+        await clock.sleep(150);
+        await Promise.all([meter.call(() => clock.sleep(50)), meter.call(() => clock.sleep(50))]);
+      }),
+      10_000,
+    );
+    expect(meter.totals).toEqual({ invocations: 1, billedMs: 250, waitingMs: 150 });
+    expect(meter.waitingShare).toBeCloseTo(0.6);
+    expect(meter.gbSeconds).toBeCloseTo(0.125);
+  });
+});
+
+describe('one Service’s life, billed on the virtual clock', () => {
+  it('creates, follows a node, updates and deletes with the calls the provider makes against moto, and no waiting', async () => {
+    const bills = await simulateLifecycle(1, 'today');
+    expect(bills.map((b) => b.phase)).toEqual(['create', 'node change', 'update', 'delete']);
+    const [create, node, update, remove] = bills;
+    expect(create!.byOperation).toEqual({
+      DescribeSubnets: 1,
+      DescribeLoadBalancers: 1,
+      CreateSecurityGroup: 1,
+      AuthorizeSecurityGroupIngress: 1,
+      CreateTargetGroup: 2,
+      DescribeTags: 1,
+      RegisterTargets: 2,
+      CreateLoadBalancer: 1,
+      CreateListener: 2,
+    });
+    expect(node!.byOperation).toEqual({ DescribeTags: 1, RegisterTargets: 2 });
+    expect(update!.byOperation.ModifyTargetGroup).toBe(2);
+    expect(remove!.byOperation.DeleteLoadBalancer).toBe(1);
+    for (const bill of bills) {
+      expect(bill.waitingShare).toBe(0);
+      expect(bill.throttled).toBe(0);
+      expect(bill.perMillion).toBeGreaterThan(0);
+    }
+    // One queue hop and a handful of 50 ms calls: the node reaches the NLB within half a second
+    // of the forwarder's send (the phase starts 50 ms earlier, at the watch event).
+    expect(node!.p50Ms).toBeLessThanOrEqual(600);
+  });
+
+  it('prices release 0.1’s layout in the same run: its lease writes cost the record item’s size', async () => {
+    const [now, old] = await Promise.all([
+      simulateLifecycle(1, 'today'),
+      simulateLifecycle(1, 'release 0.1'),
+    ]);
+    const update = (bills: typeof now) => bills.find((b) => b.phase === 'update')!;
+    expect(update(old).wru).toBeGreaterThan(update(now).wru);
+  });
+
+  it("a restore's floor is the slowest of AWS's buckets for the calls the creates make", () => {
+    // Five mutating ELBv2 calls a create: (5,000 − 20) / 3 per second.
+    const floor = createFloorMs(
+      { CreateTargetGroup: 2, CreateLoadBalancer: 1, CreateListener: 2 },
+      1000,
+    );
+    expect(floor.bucket).toBe('elbv2Other');
+    expect(floor.ms).toBeCloseTo(((5000 - 20) / 3) * 1000);
+  });
+});
