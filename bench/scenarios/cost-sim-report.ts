@@ -105,7 +105,7 @@ function restoreSection(r: CostSimResult): string | undefined {
           '—',
           create.waitingShare <= costSimGoals.waitingShare ? 'met' : 'not met',
         ],
-        ['cost per Service created', money(create.perMillion / 1_000_000), '—', '—', '—'],
+        ['cost per Service created', `${money(create.perMillion)} per million`, '—', '—', '—'],
       ],
     ),
   ].join('\n');

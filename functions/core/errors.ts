@@ -42,7 +42,7 @@ export class RequeueAfterError extends ControllerError {
   readonly kind = 'requeue-after';
   /**
    * The delay doubles each time the key's message comes back for it again (AWS throttling: a
-   * crowd of passes that all come back at once would be throttled again), up to a minute.
+   * crowd of passes that all come back at once would be throttled again), up to 16 s.
    */
   readonly grows: boolean;
   constructor(

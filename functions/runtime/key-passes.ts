@@ -34,12 +34,12 @@ export interface KeyOrigin {
 }
 
 /** The longest a growing requeue-after delay gets (AWS throttling). */
-export const maxGrowingRequeueSeconds = 60;
+export const maxGrowingRequeueSeconds = 16;
 
 /**
  * A requeue-after delay: as asked, or, for one that grows (AWS throttling), doubled for each
- * earlier receive of the message, up to a minute, with jitter so a crowd of keys throttled
- * together does not come back together.
+ * earlier receive of the message, up to 16 s, with jitter so a crowd of keys throttled together
+ * does not come back together.
  */
 export function requeueSeconds(
   outcome: { readonly seconds: number; readonly grows?: boolean },
@@ -47,7 +47,7 @@ export function requeueSeconds(
   random: () => number = Math.random,
 ): number {
   if (outcome.grows !== true) return outcome.seconds;
-  const doubled = outcome.seconds * 2 ** Math.min(6, Math.max(0, receiveCount - 1));
+  const doubled = outcome.seconds * 2 ** Math.min(4, Math.max(0, receiveCount - 1));
   const capped = Math.min(maxGrowingRequeueSeconds, doubled);
   return Math.max(1, Math.round(capped * (0.5 + random() / 2)));
 }

@@ -28,7 +28,9 @@ it('throttling storm: 30 % of ELBv2 calls throttled for a while; every Service c
     times: 60,
   });
   await createLoadBalancerServices(world, names);
-  const drained = await drainAll(world, 150_000);
+  // Throttled passes come back later each time (2 s doubling to 16 s, jittered): the storm's 60
+  // throttles take a couple of minutes to work through.
+  const drained = await drainAll(world, 240_000);
   const { problems, converged, leaked } = await endStateProblems(
     world,
     Object.fromEntries(names.map((n) => [n, [80, 443]])),
