@@ -58,6 +58,7 @@ export async function simulateNamespaceBurst(options: {
     fairQueue: options.fair,
     budget: defaultRegistrationBudget,
   });
+  await world.ready();
   const { clock, account, queue, table, kube, completions } = world;
   // Node sync already stored the new host set: each message below is one Service's host update.
   kube.nodes = [...kube.nodes, world.added];
@@ -160,6 +161,7 @@ export async function simulateBudgetFairness(options: {
     budget,
     budgetPerNamespace: options.perNamespace,
   });
+  await world.ready();
   const { clock, account, queue, table, kube, completions } = world;
   // Two node groups the attacker's selectors flip between; the node that joins is in neither.
   const groupOf = (n: number) => (n <= 2 ? 'a' : 'b');
@@ -279,6 +281,7 @@ export async function simulateNodeChangeDuringBurst(options: {
     budget: defaultRegistrationBudget,
     nodeQueue: options.nodeQueue,
   });
+  await world.ready();
   const { clock, queue, table, kube, completions } = world;
   // The burst's own work: every Service lacks a node that node sync has already stored.
   const burstNode = nodeFor(model.initialNodes + 2);

@@ -172,6 +172,7 @@ export async function simulatePodTargets(services: number): Promise<PodTargetsRu
     fairQueue: true,
     budget: defaultRegistrationBudget,
   });
+  await world.ready();
   const { clock, account, queue, kube } = world;
   const keys: string[] = [];
   const expected = new Map<string, Map<string, string>>();

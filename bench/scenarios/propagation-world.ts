@@ -7,7 +7,7 @@ import { planNodeSync, type EligibleHosts } from '../../functions/core/node-sync
 import type { Node, Service } from '../../functions/core/objects';
 import { NlbProvider } from '../../functions/nlb/nlb-provider';
 import { SqsWorkQueue } from '../../functions/queue/sqs-work-queue';
-import { toProviderState } from '../../functions/nlb/nlb-state';
+import type { NlbClients } from '../../functions/aws/clients';
 import { upstreamFinalizer, type ClaimPolicy } from '../../functions/core/claim';
 import { parseConfig } from '../../functions/contract/controller-config';
 import { eventSourceMaxConcurrency } from '../../functions/contract/queue-limits';
@@ -160,9 +160,16 @@ export function ourWorld(
   kube.nodes = Array.from({ length: model.initialNodes }, (_, i) => nodeFor(i + 1));
   const initial: EligibleHosts = planNodeSync(kube.nodes, 'stable', undefined, []).eligible;
   table.seedEligibleHosts(initial);
-  const initialIds = initial.hosts.map((h) => h.instanceId).sort();
+  const providerSettings = {
+    clusterName: config.clusterName,
+    vpcId: config.aws.vpcId,
+    defaultScheme: 'internal' as const,
+    defaultSslPolicy: config.aws.defaultSslPolicy,
+    defaultTags: {},
+  };
   // The cluster's VPC, for NLBs the simulation creates.
   account.addSubnets(config.aws.vpcId);
+  const toSeed: { readonly service: Service; readonly key: string }[] = [];
   services.forEach(({ namespace, name }, i) => {
     if (options.synced === false) {
       kube.put(makeService({ name, namespace, uid: `uid-${i}` }));
@@ -175,40 +182,51 @@ export function ourWorld(
       finalizers: [upstreamFinalizer],
     });
     kube.put(service);
-    const key = `${namespace}/${name}`;
-    const lb = `arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/k8s-${i}/${i}`;
-    const groups = [80, 443].slice(0, model.portsPerService).map((port) => ({
-      key: `${port}/TCP`,
-      arn: `arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/k8s-${i}-${port}/${i}`,
-      name: `k8s-${i}-${port}`,
-    }));
-    for (const tg of groups) {
-      account.addTargetGroup({
-        arn: tg.arn,
-        serviceKey: key,
-        serviceUid: `uid-${i}`,
-        loadBalancerArn: lb,
-        targets: initialIds,
-      });
-    }
-    table.seed({
-      key,
-      uid: `uid-${i}`,
-      snapshot: service,
-      provider: toProviderState({
-        loadBalancerArn: lb,
-        loadBalancerName: `k8s-${i}`,
-        dnsName: `k8s-${i}.elb.us-east-1.amazonaws.com`,
-        securityGroupId: `sg-${i}`,
-        targetGroups: Object.fromEntries(
-          groups.map((tg) => [tg.key, { arn: tg.arn, name: tg.name, targets: initialIds }]),
-        ),
-      }),
-      status: { ingress: [{ hostname: `k8s-${i}.elb.us-east-1.amazonaws.com` }] },
-      hostsHash: initial.hash,
-      updatedAt: clock.now().toISOString(),
-    });
+    toSeed.push({ service, key: `${namespace}/${name}` });
   });
+  /**
+   * The synced Services' NLBs, made by the provider itself (so a full sync of one is a drift
+   * check, not a create), on the clock before it is rewound to 0, without AWS's buckets, and
+   * their records as a clean pass leaves them.
+   */
+  const seedSynced = async () => {
+    if (toSeed.length === 0) return;
+    const direct = (service: 'elbv2' | 'ec2' | 'tagging') => ({
+      send: (command: object) => account.attempt(service, command),
+    });
+    const seeder = new NlbProvider(
+      {
+        elbv2: direct('elbv2') as unknown as NlbClients['elbv2'],
+        ec2: direct('ec2') as unknown as NlbClients['ec2'],
+        tagging: direct('tagging') as unknown as Exclude<NlbClients['tagging'], () => unknown>,
+      },
+      providerSettings,
+    );
+    account.unlimited = true;
+    await clock.run(
+      (async () => {
+        for (const { service, key } of toSeed) {
+          const ensured = await seeder.ensureLoadBalancer(service, initial.hosts, undefined);
+          const status = { ingress: ensured.status.ingress ?? [] };
+          kube.put({ ...service, status: { loadBalancer: status } });
+          table.seed({
+            key,
+            uid: service.metadata?.uid ?? '',
+            snapshot: service,
+            provider: ensured.state,
+            status,
+            hostsHash: initial.hash,
+            updatedAt: clock.now().toISOString(),
+          });
+        }
+      })(),
+      24 * 3600_000,
+    );
+    account.unlimited = false;
+    // The clock first: the buckets start full at its new 0.
+    clock.rewind();
+    account.restart();
+  };
 
   const added = nodeFor(model.initialNodes + 1);
   const addedId = instanceId(model.initialNodes + 1);
@@ -239,13 +257,7 @@ export function ourWorld(
           budget && budgetOn(budgetItem, budget, clock, options.budgetPerNamespace !== false),
         );
     clients.push(aws);
-    const provider = new NlbProvider(aws.asNlbClients(), {
-      clusterName: config.clusterName,
-      vpcId: config.aws.vpcId,
-      defaultScheme: 'internal',
-      defaultSslPolicy: config.aws.defaultSslPolicy,
-      defaultTags: {},
-    });
+    const provider = new NlbProvider(aws.asNlbClients(), providerSettings);
     providers.push(provider);
     let passes = 0;
     return {
@@ -326,9 +338,12 @@ export function ourWorld(
     meter,
     config,
     /**
-     * Settles once every instance's provider has loaded the tagging API (deletions use it): await
-     * it before the clock runs, or virtual time would pass while the module loads.
+     * Settles once the synced Services' NLBs are made and every instance's provider has loaded
+     * the tagging API (deletions use it): await it before the clock runs.
      */
-    ready: () => Promise.all(providers.map((p) => p.loadTaggingApi())),
+    ready: async () => {
+      await Promise.all(providers.map((p) => p.loadTaggingApi()));
+      await seedSynced();
+    },
   };
 }

@@ -165,6 +165,7 @@ export async function simulateOurs(
       nodeQueue,
     },
   );
+  await world.ready();
   const { clock, account, table, kube, completions } = world;
   let stopped = false;
   const main = (async () => {
@@ -240,6 +241,7 @@ export async function simulateSwap(
       budget: budget ?? undefined,
     },
   );
+  await world.ready();
   const { clock, account, kube, completions } = world;
   const removed = kube.nodes[0]!;
   const removedId = instanceId(1);

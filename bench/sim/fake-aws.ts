@@ -398,6 +398,16 @@ function getResources(elbv2: FakeElbv2, ec2: FakeEc2, input: Input) {
   };
 }
 
+function fullBuckets(clock: VirtualClock): Record<BucketName, TokenBucket> {
+  return {
+    elbv2Registration: new TokenBucket(awsRateLimits.elbv2Registration, clock),
+    elbv2Describe: new TokenBucket(awsRateLimits.elbv2Describe, clock),
+    elbv2Other: new TokenBucket(awsRateLimits.elbv2Other, clock),
+    ec2Describe: new TokenBucket(awsRateLimits.ec2Describe, clock),
+    ec2Mutating: new TokenBucket(awsRateLimits.ec2Mutating, clock),
+  };
+}
+
 /** The AWS side: one account and Region. */
 export class FakeAwsAccount {
   /** EC2's subnets and security groups. */
@@ -414,7 +424,9 @@ export class FakeAwsAccount {
   };
   /** Called after every successful target change. */
   onTargetsChanged: ((tg: FakeTargetGroup) => void) | undefined;
-  private readonly buckets: Record<BucketName, TokenBucket>;
+  private buckets: Record<BucketName, TokenBucket>;
+  /** Serve without AWS's buckets (a simulation's setup, before its clock starts). */
+  unlimited = false;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -422,16 +434,23 @@ export class FakeAwsAccount {
     /** The cluster the ownership tags name (the simulated controller's `clusterName`). */
     readonly clusterName = 'bench',
   ) {
-    this.buckets = {
-      elbv2Registration: new TokenBucket(awsRateLimits.elbv2Registration, clock),
-      elbv2Describe: new TokenBucket(awsRateLimits.elbv2Describe, clock),
-      elbv2Other: new TokenBucket(awsRateLimits.elbv2Other, clock),
-      ec2Describe: new TokenBucket(awsRateLimits.ec2Describe, clock),
-      ec2Mutating: new TokenBucket(awsRateLimits.ec2Mutating, clock),
-    };
+    this.buckets = fullBuckets(clock);
     this.ec2 = new FakeEc2((groupId) => this.elbv2.holderOf(groupId));
     this.elbv2 = new FakeElbv2(this.ec2);
     this.targetGroups = this.elbv2.targetGroups;
+  }
+
+  /**
+   * Forgets the calls counted so far and fills AWS's buckets again: for a simulation whose setup
+   * ran on the clock before it was rewound to 0.
+   */
+  restart(): void {
+    this.buckets = fullBuckets(this.clock);
+    this.stats.attempts = 0;
+    this.stats.throttled = 0;
+    for (const counts of [this.stats.byOperation, this.stats.throttledByOperation]) {
+      for (const operation of Object.keys(counts)) delete counts[operation];
+    }
   }
 
   /** A target group with the ownership tags of `serviceKey` in this account's cluster. */
@@ -466,7 +485,10 @@ export class FakeAwsAccount {
     const operation = operationOf(command);
     this.stats.attempts++;
     this.stats.byOperation[operation] = (this.stats.byOperation[operation] ?? 0) + 1;
-    const allowed = service === 'tagging' || this.buckets[bucketFor(service, operation)].tryTake();
+    const allowed =
+      service === 'tagging' ||
+      this.unlimited ||
+      this.buckets[bucketFor(service, operation)].tryTake();
     await this.clock.sleep(this.latencyMs);
     if (!allowed) {
       this.stats.throttled++;

@@ -61,6 +61,12 @@ export class VirtualClock implements Clock {
     }
   }
 
+  /** Back to 0, for a simulation whose setup ran on the clock first: nothing may be pending. */
+  rewind(): void {
+    if (this.heap.length > 0) throw new Error('virtual clock: cannot rewind with timers pending');
+    this.nowMs = 0;
+  }
+
   private push(timer: Timer): void {
     const heap = this.heap;
     heap.push(timer);

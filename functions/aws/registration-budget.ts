@@ -400,7 +400,7 @@ export class RegistrationBudget {
       );
     }
     this.takeTurn(namespace, turnMs);
-    await this.timer.sleep(turnMs - nowMs);
+    if (turnMs > nowMs) await this.timer.sleep(turnMs - nowMs);
   }
 
   private takeTurn(namespace: string, atMs: number): void {

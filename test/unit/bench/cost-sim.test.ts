@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createFloorMs, simulateLifecycle } from '../../../bench/scenarios/cost-sim';
 import { LambdaMeter } from '../../../bench/sim/meter';
 import { VirtualClock } from '../../../bench/sim/virtual-clock';
+import { createCalls } from '../../support/nlb-call-rows';
 
 describe('the Lambda meter', () => {
   it('bills handler time and counts the time with no call in flight as waiting', async () => {
@@ -30,17 +31,7 @@ describe('one Service’s life, billed on the virtual clock', () => {
     const bills = await simulateLifecycle(1, 'today');
     expect(bills.map((b) => b.phase)).toEqual(['create', 'node change', 'update', 'delete']);
     const [create, node, update, remove] = bills;
-    expect(create!.byOperation).toEqual({
-      DescribeSubnets: 1,
-      DescribeLoadBalancers: 1,
-      CreateSecurityGroup: 1,
-      AuthorizeSecurityGroupIngress: 1,
-      CreateTargetGroup: 2,
-      DescribeTags: 1,
-      RegisterTargets: 2,
-      CreateLoadBalancer: 1,
-      CreateListener: 2,
-    });
+    expect(create!.byOperation).toEqual(createCalls);
     expect(node!.byOperation).toEqual({ DescribeTags: 1, RegisterTargets: 2 });
     expect(update!.byOperation.ModifyTargetGroup).toBe(2);
     expect(remove!.byOperation.DeleteLoadBalancer).toBe(1);

@@ -22,6 +22,7 @@ import { NlbProvider } from '../../../functions/nlb/nlb-provider';
 import { readNlbState } from '../../../functions/nlb/nlb-state';
 import type { ProviderState } from '../../../functions/sync/ports';
 import { makeService } from '../../../kit/core-objects';
+import { createCalls } from '../../support/nlb-call-rows';
 
 const vpcId = 'vpc-0be0c0000000000000';
 const limitMs = 600_000;
@@ -71,17 +72,7 @@ function world() {
 
 const interval = { 'service.beta.kubernetes.io/aws-load-balancer-healthcheck-interval': '30' };
 
-const createRow = {
-  DescribeSubnets: 1,
-  DescribeLoadBalancers: 1,
-  CreateSecurityGroup: 1,
-  AuthorizeSecurityGroupIngress: 1,
-  CreateTargetGroup: 2,
-  DescribeTags: 1,
-  RegisterTargets: 2,
-  CreateLoadBalancer: 1,
-  CreateListener: 2,
-};
+const createRow = createCalls;
 
 const driftRow = {
   DescribeLoadBalancers: 1,
