@@ -278,6 +278,7 @@ export function ourWorld(
       log: quietLog,
       metrics,
       newOwner: () => `w${w}-${++passes}`,
+      random,
     };
   };
   const runtimes = Array.from({ length: concurrency }, (_, w) => makeRuntime(w));

@@ -30,4 +30,6 @@ export interface RuntimeContext {
   readonly metrics: RuntimeMetrics;
   /** A unique lease owner per pass (invocation id + counter). */
   readonly newOwner: () => string;
+  /** Jitter's source (Math.random when absent; seeded in the benchmark, so runs repeat). */
+  readonly random?: (() => number) | undefined;
 }

@@ -44,12 +44,12 @@ export const maxGrowingRequeueSeconds = 16;
 export function requeueSeconds(
   outcome: { readonly seconds: number; readonly grows?: boolean },
   receiveCount = 1,
-  random: () => number = Math.random,
+  random: (() => number) | undefined = Math.random,
 ): number {
   if (outcome.grows !== true) return outcome.seconds;
   const doubled = outcome.seconds * 2 ** Math.min(4, Math.max(0, receiveCount - 1));
   const capped = Math.min(maxGrowingRequeueSeconds, doubled);
-  return Math.max(1, Math.round(capped * (0.5 + random() / 2)));
+  return Math.max(1, Math.round(capped * (0.5 + (random ?? Math.random)() / 2)));
 }
 
 /** What must happen to a key after its passes: nothing, or its message back after `seconds`. */
@@ -221,7 +221,7 @@ async function runPasses(
         message: again(mode, key, sweepPass),
         seconds:
           outcome.kind === 'requeue-after'
-            ? requeueSeconds(outcome, origin.receiveCount)
+            ? requeueSeconds(outcome, origin.receiveCount, ctx.random)
             : retryDelay,
       };
     }
@@ -246,7 +246,7 @@ async function runPasses(
     if (outcome.kind === 'requeue-after') {
       return {
         message: again(mode, key, sweepPass),
-        seconds: requeueSeconds(outcome, origin.receiveCount),
+        seconds: requeueSeconds(outcome, origin.receiveCount, ctx.random),
       };
     }
     if (handedBack) return { message: again(mode, key, sweepPass), seconds: 0 };
