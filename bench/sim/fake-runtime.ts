@@ -196,10 +196,13 @@ export class FakeQueue {
    * oldest first, or as a fair queue picks them.
    */
   receive(max: number): QueueRecord[] {
-    this.stats.receives++;
     const now = this.clock.ms;
     const visible = [...this.messages.values()].filter((m) => m.visibleAt <= now);
     const chosen = this.fair ? this.fairPick(visible, max, now) : visible.slice(0, max);
+    // A long poll that a message ends is billed with it. One that ends empty is the pollers'
+    // standing cost (each of them every 20 s, whatever the load), not an event's: on AWS a message
+    // ends one poller's wait, while here every idle poller wakes and tries.
+    if (chosen.length > 0) this.stats.receives++;
     return chosen.map((message) => {
       // A consumer that let the visibility lapse spent that time on it.
       if (message.processingSince !== undefined) this.endProcessing(message, message.visibleAt);
