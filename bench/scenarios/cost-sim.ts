@@ -74,7 +74,10 @@ function phaseRunner(world: World, serviceKeys: readonly string[], layout: Layou
           n + q.stats.sends + q.stats.receives + q.stats.deletes + q.stats.visibilityChanges,
         0,
       ),
-      wru: table.stats.wru + budgetItem.stats.writes,
+      wru:
+        table.stats.wru +
+        budgetItem.stats.writes +
+        world.fleetItems.reduce((n, item) => n + item.stats.writes, 0),
       rru: table.stats.rru,
       attempts: account.stats.attempts,
       throttled: account.stats.throttled,

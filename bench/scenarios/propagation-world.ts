@@ -18,6 +18,10 @@ import { makeNode, makeService } from '../../kit/core-objects';
 import { CallLog, InMemoryKubernetes, RecordingEventRecorder } from '../../kit/in-memory';
 import { FakeAwsAccount, FakeAwsClients } from '../sim/fake-aws';
 import { budgetOn, FakeTatItem } from '../sim/fake-budget';
+import {
+  defaultChangeBudget,
+  defaultDescribeBudget,
+} from '../../functions/aws/registration-budget';
 import { type RegistrationBudgetSpec } from '../../functions/core/registration-slots';
 import {
   FakeQueue,
@@ -104,6 +108,11 @@ export function ourWorld(
     /** false: the budget books first come, first served (before issue 32, finding 9). */
     budgetPerNamespace?: boolean;
     /**
+     * With a budget, the fleet's Describe and change budgets too, at the controller's defaults
+     * (the default); false: registrations only, as before issue 37's bursts.
+     */
+    fleetBudgets?: boolean;
+    /**
      * Node messages on their own queue, consumed by the node-sync function, which runs small
      * fan-outs' host updates itself (default); false: release 0.1, one queue for everything and
      * every host update through it.
@@ -138,7 +147,11 @@ export function ourWorld(
     : queue;
   const table = new FakeStateTable(clock, model.latencyMs, { leaseOnRecord: release01 }, meter);
   const budgetItem = new FakeTatItem(clock, model.latencyMs, meter);
+  const describeItem = new FakeTatItem(clock, model.latencyMs, meter);
+  const changeItem = new FakeTatItem(clock, model.latencyMs, meter);
   const budget = release01 ? undefined : options.budget;
+  const fleet = budget !== undefined && options.fleetBudgets !== false;
+  const perNamespace = options.budgetPerNamespace !== false;
   const log = new CallLog();
   const kube = new InMemoryKubernetes(log);
   const kubeCalls = { calls: 0 };
@@ -254,7 +267,17 @@ export function ourWorld(
           account,
           clock,
           random,
-          budget && budgetOn(budgetItem, budget, clock, options.budgetPerNamespace !== false),
+          budget === undefined
+            ? {}
+            : {
+                registration: budgetOn(budgetItem, budget, clock, perNamespace),
+                ...(fleet
+                  ? {
+                      describe: budgetOn(describeItem, defaultDescribeBudget, clock, perNamespace),
+                      change: budgetOn(changeItem, defaultChangeBudget, clock, perNamespace),
+                    }
+                  : {}),
+              },
         );
     clients.push(aws);
     const provider = new NlbProvider(aws.asNlbClients(), providerSettings);
@@ -325,6 +348,8 @@ export function ourWorld(
     nodeEsm,
     table,
     budgetItem,
+    /** The Describe and change budgets' items (writes only when `fleetBudgets`). */
+    fleetItems: [describeItem, changeItem] as const,
     kube,
     kubeCalls,
     initial,

@@ -13,11 +13,8 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
-import type { NlbClients } from '../../functions/aws/clients';
-import {
-  attachRegistrationBudget,
-  type RegistrationBudget,
-} from '../../functions/aws/registration-budget';
+import { budgetForCall, type Elbv2Budgets, type NlbClients } from '../../functions/aws/clients';
+import { attachRegistrationBudget } from '../../functions/aws/registration-budget';
 import { clusterTagKey, ownershipTags } from '../../functions/nlb/model/naming';
 import { ProcessRateLimiter } from '../../functions/aws/process-limiter';
 import { awsRateLimits, bucketFor, TokenBucket, type BucketName } from './aws-limits';
@@ -577,8 +574,8 @@ export class FakeAwsClients {
     clock: VirtualClock,
     /** Kept for the scenarios' seeding; the retry strategy draws no jitter on throttling. */
     _random: () => number,
-    /** The shared registration budget, as addRateLimits is given it; none: per-process only. */
-    private readonly budget?: RegistrationBudget,
+    /** The fleet's budgets, as addRateLimits is given them; none: per-process only. */
+    private readonly budgets: Elbv2Budgets = {},
   ) {
     this.limiter = new ProcessRateLimiter({
       nowMs: () => clock.now().getTime(),
@@ -595,7 +592,8 @@ export class FakeAwsClients {
       send: (command: object) => this.send(service, command),
     });
     const elbv2 = client('elbv2');
-    if (this.budget !== undefined) attachRegistrationBudget(elbv2, this.budget);
+    if (this.budgets.registration !== undefined)
+      attachRegistrationBudget(elbv2, this.budgets.registration);
     return {
       elbv2: elbv2 as unknown as ElasticLoadBalancingV2Client,
       ec2: client('ec2') as unknown as EC2Client,
@@ -605,11 +603,11 @@ export class FakeAwsClients {
 
   private async send(service: ServiceName, command: object): Promise<unknown> {
     const operation = operationOf(command);
-    // As addRateLimits: registrations book a slot on the shared budget, everything else passes
-    // the per-process limiter; a RequeueAfterError from either ends the call, unretried.
-    if (service === 'elbv2' && this.budget !== undefined && registration.test(operation)) {
-      await this.budget.take(operation);
-    } else if (service === 'elbv2') await this.limiter.take(operation);
+    // As addRateLimits: a call books a slot on the fleet's budget for it, if there is one, or
+    // passes the per-process limiter; a RequeueAfterError from either ends the call, unretried.
+    const budget = service === 'elbv2' ? budgetForCall(this.budgets, operation) : undefined;
+    if (budget !== undefined) await budget.take(operation);
+    else if (service === 'elbv2') await this.limiter.take(operation);
     try {
       return await this.account.attempt(service, command);
     } catch (error) {

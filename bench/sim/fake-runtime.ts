@@ -36,6 +36,7 @@ import { messageGroupOf } from '../../functions/contract/work-message-group';
 import { processWorkBatch } from '../../functions/runtime/work-batch';
 import { type BatchResult, type QueueRecord } from '../../functions/runtime/queue-records';
 import type { ServiceRecord, StateStore } from '../../functions/sync/ports';
+import { storedRecordAttributes } from '../../functions/state/record-item';
 import { parseKeptSlots, type KeptSlot } from '../../functions/core/registration-slots';
 import type { LambdaMeter } from './meter';
 import type { VirtualClock } from './virtual-clock';
@@ -575,7 +576,7 @@ export class FakeStateTable implements RuntimeStore {
   fencedBy(lease: Lease, cache: ChunkCache = { hash: undefined }): StateStore {
     // The record item is written whole, conditioned on the version this lease's holder saw.
     const recordWrite = async (key: ServiceKey, rec: ServiceRecord | undefined) => {
-      await this.call(write(itemUnits(this.items.get(servicePk(key)), { rec }, 1024)));
+      await this.call(write(this.recordUnits(this.items.get(servicePk(key)), { rec }, 1024)));
       const item = this.items.get(servicePk(key));
       if (lease.id !== serviceLeasePk(key) || item?.ver !== this.seen.get(lease)?.ver) {
         throw new BusyError(`${key} was written since lease ${lease.id} read it; not writing`);
@@ -596,7 +597,7 @@ export class FakeStateTable implements RuntimeStore {
     };
     return {
       getService: async (key) => {
-        await this.call(read(itemUnits(this.items.get(servicePk(key)), undefined, 4096)));
+        await this.call(read(this.recordUnits(this.items.get(servicePk(key)), undefined, 4096)));
         const item = this.items.get(servicePk(key));
         const rec = item?.rec;
         this.seen.set(lease, {
@@ -783,6 +784,32 @@ export class FakeStateTable implements RuntimeStore {
     if (!this.layout.leaseOnRecord || !pk.startsWith(serviceLeasePk(''))) return write(1);
     const key = pk.slice(serviceLeasePk('').length);
     return write(Math.max(1, itemUnits(this.items.get(servicePk(key)), undefined, 1024)));
+  }
+
+  /**
+   * Units of a Service's record item: as DynamoStateStore stores it (the record compressed,
+   * state/record-item.ts), or, in release 0.1's layout, as JSON (0.1 wrote `rec` as text).
+   */
+  private recordUnits(before: Item | undefined, after: Item | undefined, unitBytes: number) {
+    if (this.layout.leaseOnRecord) return itemUnits(before, after, unitBytes);
+    const size = (item: Item | undefined) => {
+      if (item === undefined) return 0;
+      const rec = item.rec as ServiceRecord | undefined;
+      // pk and the version token besides the record's attributes.
+      const fixed = String(item.pk ?? '').length + 2 + 'ver'.length + 36;
+      if (rec === undefined) return fixed;
+      return (
+        fixed +
+        Object.entries(storedRecordAttributes(rec)).reduce(
+          (n, [name, value]) =>
+            n +
+            name.length +
+            (typeof value === 'string' ? Buffer.byteLength(value) : value.byteLength),
+          0,
+        )
+      );
+    };
+    return Math.max(1, Math.ceil(Math.max(size(before), size(after)) / unitBytes));
   }
 }
 

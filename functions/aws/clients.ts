@@ -9,8 +9,10 @@ import type {
 } from '@smithy/types';
 import { RequeueAfterError } from '../core/errors';
 import { ProcessRateLimiter } from './process-limiter';
+import { budgetLaneOf } from '../core/registration-slots';
 import {
   attachRegistrationBudget,
+  registrationScope,
   type BudgetTimer,
   type RegistrationBudget,
 } from './registration-budget';
@@ -27,27 +29,50 @@ export interface NlbClients {
     ResourceGroupsTaggingAPIClient | (() => Promise<ResourceGroupsTaggingAPIClient>);
 }
 
-const registrationFamily = /^(Register|Deregister)Targets$/;
+/** The shared budgets an ELBv2 client books its calls on (none: the per-process limiter alone). */
+export interface Elbv2Budgets {
+  /** RegisterTargets and DeregisterTargets, in a key's sync or not. */
+  readonly registration?: RegistrationBudget | undefined;
+  /** Describe*, in a key's sync. */
+  readonly describe?: RegistrationBudget | undefined;
+  /** Every other ELBv2 call (Create*, Modify*, Delete*, Set*, tags), in a key's sync. */
+  readonly change?: RegistrationBudget | undefined;
+}
+
+/** The budget an ELBv2 call books its slot on here and now; none: the per-process limiter's. */
+export function budgetForCall(
+  budgets: Elbv2Budgets,
+  operation: string,
+): RegistrationBudget | undefined {
+  const lane = budgetLaneOf(operation);
+  if (lane === 'register' || lane === 'deregister') return budgets.registration;
+  const scope = registrationScope.getStore();
+  if (scope === undefined || scope.paced.has(lane)) return undefined;
+  return lane === 'describe' ? budgets.describe : budgets.change;
+}
 
 /**
  * Limits every attempt (retries included) of each API family of an ELBv2 client
- * (process-limiter.ts). With a budget, each RegisterTargets/DeregisterTargets attempt books its
- * slot there instead; a slot too far off to wait for fails the call with RequeueAfterError (the SDK
- * does not retry it), and a budget that cannot be reached leaves the decision to the per-process
- * limiter. No attempt sleeps longer than `slotWaitBoundMs` for either.
+ * (process-limiter.ts). With budgets, each attempt books its slot on the fleet's budget for its
+ * family instead (registrations always; Describe* and changes within a key's sync, where the key
+ * can keep a slot and come back for it; the sweep and node sync's own reads keep the per-process
+ * limit). A slot too far off to wait for fails the call with RequeueAfterError (the SDK does not
+ * retry it), and a budget that cannot be reached leaves the decision to the per-process limiter.
+ * No attempt sleeps longer than `slotWaitBoundMs` for either.
  */
 export function addRateLimits(
   client: ElasticLoadBalancingV2Client,
-  budget?: RegistrationBudget,
+  budgets: Elbv2Budgets = {},
   timer?: BudgetTimer,
 ): void {
   const limiter = new ProcessRateLimiter(timer);
-  if (budget !== undefined) attachRegistrationBudget(client, budget);
+  if (budgets.registration !== undefined) attachRegistrationBudget(client, budgets.registration);
   client.middlewareStack.add(
     (next: FinalizeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
       async (args: FinalizeHandlerArguments<object>) => {
         const operation = (context.commandName ?? '').replace(/Command$/, '');
-        if (budget !== undefined && registrationFamily.test(operation)) {
+        const budget = budgetForCall(budgets, operation);
+        if (budget !== undefined) {
           const shared = await budget.take(operation).then(
             () => true,
             (error: unknown) => {

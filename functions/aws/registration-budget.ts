@@ -50,6 +50,8 @@ import {
   laneHorizonSeconds,
   maxKeptSlots,
   namespaceLanes,
+  budgetLaneOf,
+  budgetLanes,
   slotRule,
   secondsUntilSlot,
   slotWaitBoundMs,
@@ -68,6 +70,18 @@ import {
  * tools and for arrival jitter, at a cost of 2.5 s on a long backlog.
  */
 export const defaultRegistrationBudget: RegistrationBudgetSpec = { perSecond: 4, burst: 10 };
+
+/**
+ * ELBv2's Describe* bucket refills at 10/s (burst 40, "Request throttling for the ELB API"); half
+ * its burst leaves room for the calls of other tools and of our own sweep and node sync.
+ */
+export const defaultDescribeBudget: RegistrationBudgetSpec = { perSecond: 10, burst: 20 };
+
+/**
+ * The bucket of ELBv2's other actions (Create*, Modify*, Delete*, tags): 3/s, burst 20, as the
+ * AWS Load Balancer Controller reads AWS's table (its PR #4641); half the burst, as above.
+ */
+export const defaultChangeBudget: RegistrationBudgetSpec = { perSecond: 3, burst: 10 };
 
 /** Books slots for the budget (the state table in AWS; virtual time in the benchmark). */
 export interface BudgetStore {
@@ -176,6 +190,16 @@ export interface RegistrationScope {
    * comes back once, not once per target group.
    */
   readonly expected: Record<BudgetLane, number>;
+  /**
+   * A booking in flight, per lane: calls the pass makes side by side (observe's reads) wait for
+   * it and use its slots instead of each booking the pass's whole count.
+   */
+  readonly booking: Map<BudgetLane, Promise<unknown>>;
+  /**
+   * Lanes whose calls in this pass need no booking of their own: a host update's one DescribeTags
+   * follows its registration booking, which paces it (4/s, within the Describe bucket's 10/s).
+   */
+  readonly paced: Set<BudgetLane>;
 }
 
 export const registrationScope = new AsyncLocalStorage<RegistrationScope>();
@@ -191,7 +215,9 @@ export function withRegistrationScope<T>(key: string, run: (scope: RegistrationS
   const scope: RegistrationScope = {
     namespace,
     kept: [],
-    expected: { register: 0, deregister: 0 },
+    expected: { register: 0, deregister: 0, describe: 0, change: 0 },
+    booking: new Map(),
+    paced: new Set(),
   };
   return registrationScope.run(scope, () => run(scope));
 }
@@ -200,12 +226,24 @@ export function withRegistrationScope<T>(key: string, run: (scope: RegistrationS
  * Says how many RegisterTargets and DeregisterTargets calls the current pass is about to make
  * (outside a key's sync: nothing to say). Calls it keeps slots for use them without booking again.
  */
-export function expectRegistrationCalls(calls: Readonly<Record<BudgetLane, number>>): void {
+type RegistrationLane = 'register' | 'deregister';
+
+export function expectRegistrationCalls(calls: Readonly<Record<RegistrationLane, number>>): void {
+  expectBudgetCalls(calls);
+}
+
+/**
+ * Says how many calls of each lane named the current pass is about to make: the first call of a
+ * lane books that many slots at once (one write, not one per call), less those the key keeps.
+ */
+export function expectBudgetCalls(calls: Readonly<Partial<Record<BudgetLane, number>>>): void {
   const scope = registrationScope.getStore();
   if (scope === undefined) return;
-  for (const lane of ['register', 'deregister'] as const) {
+  for (const lane of budgetLanes) {
+    const count = calls[lane];
+    if (count === undefined) continue;
     const kept = scope.kept.filter((slot) => slot.lane === lane).length;
-    scope.expected[lane] = Math.max(0, calls[lane] - kept);
+    scope.expected[lane] = Math.max(0, count - kept);
   }
 }
 
@@ -223,10 +261,25 @@ export function attachRegistrationBudget(client: object, budget: RegistrationBud
  */
 export async function reserveRegistrationSlots(
   client: object,
-  calls: Readonly<Record<BudgetLane, number>>,
+  calls: Readonly<Record<RegistrationLane, number>>,
 ): Promise<void> {
   expectRegistrationCalls(calls);
   await budgetsByClient.get(client)?.reserve(calls);
+}
+
+/**
+ * Runs a host update's reads after its registration booking (`reserveRegistrationSlots`) without
+ * booking Describe slots of their own: that booking paces them already.
+ */
+export async function pacedByRegistrations<T>(run: () => Promise<T>): Promise<T> {
+  const scope = registrationScope.getStore();
+  if (scope === undefined || scope.paced.has('describe')) return run();
+  scope.paced.add('describe');
+  try {
+    return await run();
+  } finally {
+    scope.paced.delete('describe');
+  }
 }
 
 export interface RegistrationBudgetOptions {
@@ -240,6 +293,8 @@ export interface RegistrationBudgetOptions {
    * before issue 32 (the benchmark's comparison).
    */
   readonly perNamespace?: boolean;
+  /** What the budget is called in messages: AWS's bucket it stands for. */
+  readonly name?: string;
 }
 
 /**
@@ -269,23 +324,40 @@ export class RegistrationBudget {
    * when it cannot be reached.
    */
   async take(operation: string): Promise<void> {
-    const lane: BudgetLane = operation.startsWith('Deregister') ? 'deregister' : 'register';
+    const lane = budgetLaneOf(operation);
     const scope = registrationScope.getStore();
     const namespace = this.namespaceOf(scope);
+    const inFlight = scope?.booking.get(lane);
+    // Another call of the pass is booking this lane's slots: use one of them.
+    if (inFlight !== undefined) {
+      await inFlight;
+      return this.take(operation);
+    }
     const kept = useKeptSlot(scope?.kept ?? [], lane, this.timer.nowMs());
     if (kept.kind === 'use') return this.waitFor(kept.atMs);
     if (kept.kind === 'early') throw this.deferred(operation, kept.atMs, namespace);
     // The pass's calls of this lane book their slots together, this call's first.
-    const count = Math.min(maxKeptSlots, Math.max(1, scope?.expected[lane] ?? 0));
-    const [first, ...rest] = await this.book(lane, count, namespace, operation);
-    if (scope !== undefined) {
-      scope.expected[lane] = 0;
-      for (const atMs of rest) scope.kept.push({ lane, atMs });
+    const count = Math.min(
+      maxKeptSlots - (scope?.kept.length ?? 0),
+      Math.max(1, scope?.expected[lane] ?? 0),
+    );
+    const booking = this.book(lane, Math.max(1, count), namespace, operation);
+    scope?.booking.set(lane, booking);
+    let first: number;
+    try {
+      const [head, ...rest] = await booking;
+      first = head!;
+      if (scope !== undefined) {
+        scope.expected[lane] = 0;
+        for (const atMs of rest) scope.kept.push({ lane, atMs });
+      }
+    } finally {
+      scope?.booking.delete(lane);
     }
-    if (first! - this.timer.nowMs() <= slotWaitBoundMs) return this.waitFor(first!);
+    if (first - this.timer.nowMs() <= slotWaitBoundMs) return this.waitFor(first);
     // Booked, too far off to wait for: the key keeps it and comes back for it.
-    scope?.kept.push({ lane, atMs: first! });
-    throw this.deferred(operation, first!, namespace);
+    scope?.kept.push({ lane, atMs: first });
+    throw this.deferred(operation, first, namespace);
   }
 
   /**
@@ -297,12 +369,12 @@ export class RegistrationBudget {
    * slot is too far off to wait for, throws the RequeueAfterError that brings the key back for
    * it: the pass ends before spending any call it would repeat. Outside a key's sync, nothing.
    */
-  async reserve(calls: Readonly<Record<BudgetLane, number>>): Promise<void> {
+  async reserve(calls: Readonly<Record<RegistrationLane, number>>): Promise<void> {
     const scope = registrationScope.getStore();
     if (scope === undefined) return;
     const namespace = this.namespaceOf(scope);
     const room = () => maxKeptSlots - scope.kept.length;
-    const missing = (lane: BudgetLane) =>
+    const missing = (lane: RegistrationLane) =>
       Math.max(0, calls[lane] - scope.kept.filter((slot) => slot.lane === lane).length);
     const deregister = Math.min(room(), missing('deregister'));
     const register = Math.min(room() - deregister, missing('register'));
@@ -324,11 +396,17 @@ export class RegistrationBudget {
     }
     const wanted = (['deregister', 'register'] as const).filter((lane) => calls[lane] > 0);
     const first = Math.min(
-      ...scope.kept.filter((slot) => wanted.includes(slot.lane)).map((slot) => slot.atMs),
+      ...scope.kept
+        .filter((slot) => (wanted as readonly BudgetLane[]).includes(slot.lane))
+        .map((slot) => slot.atMs),
     );
     if (first - this.timer.nowMs() > slotWaitBoundMs) {
       throw this.deferred('the sync', first, namespace);
     }
+  }
+
+  private get name(): string {
+    return this.options.name ?? 'ELBv2 registration budget';
   }
 
   private namespaceOf(scope: RegistrationScope | undefined): string | undefined {
@@ -359,7 +437,7 @@ export class RegistrationBudget {
       if (booking.kind === 'later') {
         const seconds = Math.max(1, Math.ceil(booking.inMs / 1000));
         throw new RequeueAfterError(
-          `the ELBv2 registration budget (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead${namespace === undefined ? '' : ` for namespace ${namespace}`}; ${operation} waits ${seconds} s`,
+          `the ${this.name} (${this.spec.perSecond}/s) is booked ${laneHorizonSeconds[lane]} s ahead${namespace === undefined ? '' : ` for namespace ${namespace}`}; ${operation} waits ${seconds} s`,
           seconds,
         );
       }
@@ -381,7 +459,7 @@ export class RegistrationBudget {
     const inMs = atMs - this.timer.nowMs();
     const seconds = secondsUntilSlot(atMs, this.timer.nowMs(), this.options.deliveryMs ?? 0);
     return new RequeueAfterError(
-      `${operation} has a slot on the ELBv2 registration budget (${this.spec.perSecond}/s${namespace === undefined ? '' : `, namespace ${namespace}`}) in ${(inMs / 1000).toFixed(2)} s, kept for this Service; the sync comes back for it in ${seconds} s`,
+      `${operation} has a slot on the ${this.name} (${this.spec.perSecond}/s${namespace === undefined ? '' : `, namespace ${namespace}`}) in ${(inMs / 1000).toFixed(2)} s, kept for this Service; the sync comes back for it in ${seconds} s`,
       seconds,
     );
   }
@@ -395,7 +473,7 @@ export class RegistrationBudget {
     if (turnMs - nowMs > slotWaitBoundMs) {
       const seconds = Math.max(1, Math.ceil((turnMs - nowMs) / 1000));
       throw new RequeueAfterError(
-        `namespace ${namespace} holds its share of the ELBv2 registration budget (${this.spec.perSecond}/s); ${operation} waits ${seconds} s`,
+        `namespace ${namespace} holds its share of the ${this.name} (${this.spec.perSecond}/s); ${operation} waits ${seconds} s`,
         seconds,
       );
     }

@@ -125,6 +125,26 @@ export const controllerConfigSchema = z.strictObject({
       burst: z._default(intIn(1, 1000), 10),
     }),
   ),
+  /**
+   * The same for ELBv2 Describe* calls within a Service's sync; absent: 10/s, burst 20. AWS's
+   * bucket: 10/s, burst 40.
+   */
+  describeBudget: z.optional(
+    z.strictObject({
+      perSecond: z.number().check(z.gte(0), z.lte(1000)),
+      burst: z._default(intIn(1, 1000), 20),
+    }),
+  ),
+  /**
+   * The same for every other ELBv2 call within a Service's sync (Create*, Modify*, Delete*, Set*,
+   * tags); absent: 3/s, burst 10. AWS's bucket: 3/s, burst 20.
+   */
+  changeBudget: z.optional(
+    z.strictObject({
+      perSecond: z.number().check(z.gte(0), z.lte(1000)),
+      burst: z._default(intIn(1, 1000), 10),
+    }),
+  ),
   /** How long orphaned resources (no Service, no state) are left alone before the sweep deletes them. */
   orphanGraceSeconds: z._default(z.int().check(z.gte(0)), 900),
   aws: z.strictObject({

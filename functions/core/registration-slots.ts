@@ -30,13 +30,35 @@ export interface RegistrationBudgetSpec {
   readonly burst: number;
 }
 
-export type BudgetLane = 'register' | 'deregister';
+/**
+ * What a slot is for: a registration or a removal (the registration budget), a Describe* call,
+ * or any other ELBv2 call that changes something (Create*, Modify*, Delete*, Set*, tags), each of
+ * the last two on a budget of its own (issue 37: AWS's buckets are the account's, not a process's).
+ */
+export type BudgetLane = 'register' | 'deregister' | 'describe' | 'change';
 
-/** How far ahead each lane may book, in seconds: removals get the longer horizon. */
+export const budgetLanes: readonly BudgetLane[] = ['register', 'deregister', 'describe', 'change'];
+
+/**
+ * How far ahead each lane may book, in seconds: removals get a longer horizon than additions.
+ * A change (a create's half-dozen calls) may book ten minutes ahead, within the 900 s an SQS
+ * delay allows: in a restore of a thousand Services each create then comes back once, when its
+ * slots are due, instead of every few seconds to find the budget still full.
+ */
 export const laneHorizonSeconds: Readonly<Record<BudgetLane, number>> = {
   register: 10,
   deregister: 20,
+  describe: 30,
+  change: 600,
 };
+
+/** The lane of an ELBv2 operation. */
+export function budgetLaneOf(operation: string): BudgetLane {
+  if (operation.startsWith('RegisterTargets')) return 'register';
+  if (operation.startsWith('DeregisterTargets')) return 'deregister';
+  if (operation.startsWith('Describe')) return 'describe';
+  return 'change';
+}
 
 /**
  * How many slots past the burst one namespace may hold ahead of now before its next booking waits
@@ -372,8 +394,11 @@ export function secondsUntilSlot(atMs: number, nowMs: number, deliveryMs = 0): n
   return Math.max(1, Math.ceil((atMs - nowMs - slotWaitBoundMs - deliveryMs) / 1000));
 }
 
-/** The most slots one key keeps: two lanes' worth for the largest Service's target groups. */
-export const maxKeptSlots = 16;
+/**
+ * The most slots one key keeps: a create's calls of every lane (about a dozen for two ports),
+ * with room for a Service with more ports; the rest of a larger pass's calls book as they go.
+ */
+export const maxKeptSlots = 24;
 
 /** Kept slots as stored on a lease item, read back defensively: anything malformed is dropped. */
 export function parseKeptSlots(value: unknown): KeptSlot[] {
@@ -382,8 +407,8 @@ export function parseKeptSlots(value: unknown): KeptSlot[] {
   for (const entry of value as unknown[]) {
     if (typeof entry !== 'object' || entry === null) continue;
     const { lane, atMs } = entry as { lane?: unknown; atMs?: unknown };
-    if ((lane === 'register' || lane === 'deregister') && typeof atMs === 'number') {
-      if (Number.isFinite(atMs)) slots.push({ lane, atMs });
+    if (budgetLanes.includes(lane as BudgetLane) && typeof atMs === 'number') {
+      if (Number.isFinite(atMs)) slots.push({ lane: lane as BudgetLane, atMs });
     }
   }
   return slots.slice(0, maxKeptSlots);

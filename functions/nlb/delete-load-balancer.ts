@@ -1,3 +1,4 @@
+import { expectBudgetCalls } from '../aws/registration-budget';
 import { DeleteSecurityGroupCommand } from '@aws-sdk/client-ec2';
 import {
   DeleteLoadBalancerCommand,
@@ -59,6 +60,8 @@ export async function ensureLoadBalancerDeleted(
       if (createdWithinWindow(nlbState, id, now)) keep(id);
     }
   };
+  // Their slots on the fleet's change budget, booked at once.
+  expectBudgetCalls({ change: found.loadBalancerArns.length + found.targetGroupArns.length });
   try {
     for (const arn of found.loadBalancerArns) {
       await deleteOrKeep(arn, () => deleteLoadBalancer(ctx, arn));

@@ -11,7 +11,7 @@ import {
   registerBatch,
   settleUncheckedTargetGroups,
 } from './execute-target-groups';
-import { expectRegistrationCalls } from '../aws/registration-budget';
+import { expectBudgetCalls, expectRegistrationCalls } from '../aws/registration-budget';
 
 /**
  * Runs a plan, recording every ARN in state as it goes, with the time of each create. A failure
@@ -23,6 +23,7 @@ import { expectRegistrationCalls } from '../aws/registration-budget';
 export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
   expectRegistrationCalls(registrationCalls(request.plan));
+  expectBudgetCalls({ change: changeCalls(request.plan) });
   for (const step of request.plan.steps) {
     try {
       await applyStep(run, step);
@@ -50,6 +51,34 @@ function registrationCalls(plan: Plan): Record<'register' | 'deregister', number
       calls[step.kind === 'registerTargets' ? 'register' : 'deregister'] += Math.ceil(
         step.targets.length / registerBatch,
       );
+    }
+  }
+  return calls;
+}
+
+/**
+ * The plan's ELBv2 calls that change something (the change budget's lane): one per step, two for a
+ * tag step that both adds and removes; security group steps go to EC2.
+ */
+function changeCalls(plan: Plan): number {
+  let calls = 0;
+  for (const step of plan.steps) {
+    switch (step.kind) {
+      case 'createSecurityGroup':
+      case 'authorizeIngress':
+      case 'revokeIngress':
+      case 'deleteSecurityGroup':
+      case 'verifyCreatedTargetGroups':
+      case 'registerTargets':
+      case 'deregisterTargets':
+        break;
+      case 'tagResource':
+        if (step.resource.type !== 'security-group') {
+          calls += (Object.keys(step.add).length > 0 ? 1 : 0) + (step.remove.length > 0 ? 1 : 0);
+        }
+        break;
+      default:
+        calls++;
     }
   }
   return calls;

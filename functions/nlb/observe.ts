@@ -37,6 +37,7 @@ import type {
 import { registeredTargetId } from './model/target-ids';
 import { notVisibleYet, type NlbState } from './nlb-state';
 import { describeElbv2Tags, holderOf, tagsOf } from './ownership';
+import { expectBudgetCalls } from '../aws/registration-budget';
 
 export interface ObserveRequest {
   readonly clients: NlbClients;
@@ -71,6 +72,7 @@ export interface ObserveRequest {
 export async function observe(request: ObserveRequest): Promise<Observed> {
   const { clients, state } = request;
   const elbv2 = clients.elbv2;
+  expectBudgetCalls({ describe: expectedDescribes(request) });
   let lb: LoadBalancer | undefined;
   if (state.loadBalancerArn !== undefined) {
     lb = await describeLoadBalancer(request, { LoadBalancerArns: [state.loadBalancerArn] });
@@ -218,6 +220,26 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
 }
 
 /** A TLS listener's certificates: the default first, then the others, sorted. */
+/**
+ * About how many ELBv2 Describe* calls observing takes, from what state records: they book their
+ * slots on the fleet's Describe budget in one write. A guess that is short books the rest as they
+ * go; one that is long leaves a slot or two unused.
+ */
+function expectedDescribes(request: ObserveRequest): number {
+  const { state } = request;
+  const groups = Object.keys(state.targetGroups ?? {}).length;
+  // A create's lookup by name, and the tags of the target groups it then creates.
+  if (state.loadBalancerArn === undefined && groups === 0) return 2;
+  // The NLB, its target groups, their tags and listeners; each group's targets and attributes.
+  return (
+    4 +
+    groups * (request.readTargetGroupAttributes ? 2 : 1) +
+    (request.readLoadBalancerAttributes ? 1 : 0) +
+    (request.readListenerAttributesOf?.length ?? 0) +
+    (request.readListenerCertificatesOf?.length ?? 0)
+  );
+}
+
 async function listenerCertificates(request: ObserveRequest, arn: string): Promise<string[]> {
   let defaultArn: string | undefined;
   const others: string[] = [];

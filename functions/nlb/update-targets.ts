@@ -7,7 +7,7 @@ import type { Host } from '../core/hosts';
 import type { Service } from '../core/objects';
 import type { EnsureResult, ProviderState, UpdateOptions, UpdateResult } from '../sync/ports';
 import { isAwsError, translateAwsError } from '../aws/aws-errors';
-import { reserveRegistrationSlots } from '../aws/registration-budget';
+import { pacedByRegistrations, reserveRegistrationSlots } from '../aws/registration-budget';
 import { registerBatch } from './execute-target-groups';
 import { limits } from './model/desired';
 import { ownershipTags } from './model/naming';
@@ -122,7 +122,7 @@ export async function applyTargetChanges(
   } catch (error) {
     throw Object.assign(error as Error, { providerState: toProviderState(nlbState) });
   }
-  await beforeWrites();
+  await pacedByRegistrations(beforeWrites);
   const send = async (tg: RecordedTargetGroup, kind: 'register' | 'deregister', ids: string[]) => {
     for (let i = 0; i < ids.length; i += registerBatch) {
       const batch = ids.slice(i, i + registerBatch);

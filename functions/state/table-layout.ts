@@ -32,3 +32,6 @@ export const hostSetMetaPk = 'hosts#meta';
 export const hostChunkPk = (chunkKey: string, i: number) => `hosts#chunk#${chunkKey}#${i}`;
 /** The registration budget's item (aws/registration-budget.ts books on it). */
 export const registrationBudgetPk = 'budget#elbv2-registration';
+/** The Describe* and change budgets' items (the same shape, aws/registration-budget.ts). */
+export const describeBudgetPk = 'budget#elbv2-describe';
+export const changeBudgetPk = 'budget#elbv2-change';

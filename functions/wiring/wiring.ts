@@ -8,7 +8,9 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { addRateLimits } from '../aws/clients';
+import { addRateLimits, type Elbv2Budgets } from '../aws/clients';
+import type { RegistrationBudgetSpec } from '../core/registration-slots';
+import { changeBudgetPk, describeBudgetPk, registrationBudgetPk } from '../state/table-layout';
 import { workQueueBatchingWindowSeconds } from '../contract/queue-limits';
 import { boundedRetry } from '../aws/bounded-retry';
 import { callerRoleOption } from '../aws/caller-role';
@@ -16,6 +18,8 @@ import { DynamoStateStore } from '../state/dynamo-state-store';
 import { EventBridgePublisher } from '../queue/eventbridge-publisher';
 import { NlbProvider } from '../nlb/nlb-provider';
 import {
+  defaultChangeBudget,
+  defaultDescribeBudget,
   defaultRegistrationBudget,
   RegistrationBudget,
   systemTimer,
@@ -106,7 +110,7 @@ export function createRuntime(
     }),
   );
   const doc = DynamoDBDocumentClient.from(dynamodb);
-  addRateLimits(elbv2, registrationBudgetFor(config, doc));
+  addRateLimits(elbv2, elbv2BudgetsFor(config, doc));
   const ec2 = adapt(
     new EC2Client({
       ...base,
@@ -217,20 +221,38 @@ export function createRuntime(
   };
 }
 
-/** All instances' registrations share one budget on the state table, unless it is switched off. */
-function registrationBudgetFor(
-  config: ControllerConfig,
-  doc: DynamoDBDocumentClient,
-): RegistrationBudget | undefined {
-  const spec = config.registrationBudget ?? defaultRegistrationBudget;
-  if (spec.perSecond <= 0) return undefined;
-  // Wall-clock time, not the runtime's clock: AWS's bucket refills in real time.
-  return new RegistrationBudget(
-    new TatBudgetStore(new DynamoTatItem(doc, config.tableName)),
-    spec,
-    systemTimer,
-    { deliveryMs: workQueueBatchingWindowSeconds * 1000 },
-  );
+/**
+ * All instances share one budget per ELBv2 bucket on the state table (registrations, Describe*,
+ * changes), each unless it is switched off (perSecond 0: the per-process limiter alone).
+ */
+function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient): Elbv2Budgets {
+  const budget = (spec: RegistrationBudgetSpec, pk: string, name: string) =>
+    spec.perSecond <= 0
+      ? undefined
+      : // Wall-clock time, not the runtime's clock: AWS's bucket refills in real time.
+        new RegistrationBudget(
+          new TatBudgetStore(new DynamoTatItem(doc, config.tableName, pk)),
+          spec,
+          systemTimer,
+          { deliveryMs: workQueueBatchingWindowSeconds * 1000, name },
+        );
+  return {
+    registration: budget(
+      config.registrationBudget ?? defaultRegistrationBudget,
+      registrationBudgetPk,
+      'ELBv2 registration budget',
+    ),
+    describe: budget(
+      config.describeBudget ?? defaultDescribeBudget,
+      describeBudgetPk,
+      'ELBv2 Describe budget',
+    ),
+    change: budget(
+      config.changeBudget ?? defaultChangeBudget,
+      changeBudgetPk,
+      'ELBv2 change budget',
+    ),
+  };
 }
 
 /**

@@ -122,7 +122,9 @@ describe('the ELBv2 client with a registration budget', () => {
       credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
       maxAttempts: 3,
     });
-    addRateLimits(client, new RegistrationBudget(fullUp, { perSecond: 4, burst: 10 }));
+    addRateLimits(client, {
+      registration: new RegistrationBudget(fullUp, { perSecond: 4, burst: 10 }),
+    });
     const error = await client
       .send(new RegisterTargetsCommand({ TargetGroupArn: 'arn:tg', Targets: [{ Id: 'i-1' }] }))
       .catch((e: unknown) => e);
