@@ -337,8 +337,11 @@ export class RegistrationBudget {
     if (kept.kind === 'use') return this.waitFor(kept.atMs);
     if (kept.kind === 'early') throw this.deferred(operation, kept.atMs, namespace);
     // The pass's calls of this lane book their slots together, this call's first.
+    const rule = slotRule(this.spec, lane);
+    const spaced = rule.intervalMs > slotWaitBoundMs;
     const count = Math.min(
       maxKeptSlots - (scope?.kept.length ?? 0),
+      spaced ? this.spec.burst : maxKeptSlots,
       Math.max(1, scope?.expected[lane] ?? 0),
     );
     const booking = this.book(lane, Math.max(1, count), namespace, operation);
@@ -349,7 +352,10 @@ export class RegistrationBudget {
       first = head!;
       if (scope !== undefined) {
         scope.expected[lane] = 0;
-        for (const atMs of rest) scope.kept.push({ lane, atMs });
+        // Slots further apart than a call may wait (the change budget's 3/s) are used as a block
+        // from the first one's time: the pass's calls go one after another, not one per pass.
+        // The block is at most the budget's burst, which leaves as many of AWS's tokens spare.
+        for (const atMs of rest) scope.kept.push({ lane, atMs: spaced ? first : atMs });
       }
     } finally {
       scope?.booking.delete(lane);
