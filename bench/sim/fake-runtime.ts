@@ -796,7 +796,7 @@ export class FakeStateTable implements RuntimeStore {
       if (item === undefined) return 0;
       const rec = item.rec as ServiceRecord | undefined;
       // pk and the version token besides the record's attributes.
-      const fixed = String(item.pk ?? '').length + 2 + 'ver'.length + 36;
+      const fixed = (typeof item.pk === 'string' ? item.pk.length : 0) + 2 + 'ver'.length + 36;
       if (rec === undefined) return fixed;
       return (
         fixed +

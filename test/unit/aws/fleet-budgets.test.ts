@@ -1,0 +1,207 @@
+import { describe, expect, it } from 'vitest';
+import { budgetForCall, type Elbv2Budgets } from '../../../functions/aws/clients';
+import {
+  defaultChangeBudget,
+  defaultDescribeBudget,
+  expectBudgetCalls,
+  pacedByRegistrations,
+  RegistrationBudget,
+  TatBudgetStore,
+  withRegistrationScope,
+  type TatItem,
+} from '../../../functions/aws/registration-budget';
+import { RequeueAfterError } from '../../../functions/core/errors';
+import {
+  applyBudgetWrite,
+  budgetLaneOf,
+  parseKeptSlots,
+  slotRule,
+  slotWaitBoundMs,
+  type BudgetWrite,
+  type KeptSlot,
+  type RegistrationBudgetSpec,
+  type TatUpdate,
+} from '../../../functions/core/registration-slots';
+
+/**
+ * Issue 37, item 3: ELBv2's Describe* and change buckets are the account's, so every instance
+ * books its calls of them on one budget each, as registrations do; a pass books its calls of a
+ * lane in one write and, when they are too far off, keeps them and comes back.
+ */
+
+class MemoryTatItem implements TatItem {
+  values: Record<string, number | undefined> = {};
+  writes = 0;
+  write(write: BudgetWrite): Promise<TatUpdate> {
+    this.writes++;
+    const applied = applyBudgetWrite(this.values, write);
+    this.values = { ...applied.item };
+    return Promise.resolve(applied.update);
+  }
+}
+
+function budgetOf(spec: RegistrationBudgetSpec, now: { ms: number }, name: string) {
+  const item = new MemoryTatItem();
+  const waits: number[] = [];
+  const budget = new RegistrationBudget(
+    new TatBudgetStore(item),
+    spec,
+    {
+      nowMs: () => now.ms,
+      sleep: (ms) => {
+        waits.push(ms);
+        now.ms += ms;
+        return Promise.resolve();
+      },
+    },
+    { deliveryMs: 1_000, name },
+  );
+  return { budget, item, waits };
+}
+
+describe('which budget an ELBv2 call books on', () => {
+  const now = { ms: 0 };
+  const budgets: Elbv2Budgets = {
+    registration: budgetOf({ perSecond: 4, burst: 10 }, now, 'registration').budget,
+    describe: budgetOf(defaultDescribeBudget, now, 'describe').budget,
+    change: budgetOf(defaultChangeBudget, now, 'change').budget,
+  };
+
+  it('puts every operation in its lane', () => {
+    expect(budgetLaneOf('RegisterTargets')).toBe('register');
+    expect(budgetLaneOf('DeregisterTargets')).toBe('deregister');
+    expect(budgetLaneOf('DescribeTargetHealth')).toBe('describe');
+    for (const op of ['CreateLoadBalancer', 'ModifyTargetGroup', 'DeleteListener', 'AddTags'])
+      expect(budgetLaneOf(op)).toBe('change');
+  });
+
+  it("registrations always; Describe* and changes only in a key's sync, where a slot can be kept", async () => {
+    expect(budgetForCall(budgets, 'RegisterTargets')).toBe(budgets.registration);
+    expect(budgetForCall(budgets, 'DescribeTags')).toBeUndefined();
+    expect(budgetForCall(budgets, 'CreateLoadBalancer')).toBeUndefined();
+    await withRegistrationScope('team-a/web', () => {
+      expect(budgetForCall(budgets, 'DescribeTags')).toBe(budgets.describe);
+      expect(budgetForCall(budgets, 'CreateLoadBalancer')).toBe(budgets.change);
+      return Promise.resolve();
+    });
+  });
+
+  it("a host update's reads ride on its registration booking, and only while it runs", async () => {
+    await withRegistrationScope('team-a/web', async () => {
+      await pacedByRegistrations(() => {
+        expect(budgetForCall(budgets, 'DescribeTags')).toBeUndefined();
+        expect(budgetForCall(budgets, 'RegisterTargets')).toBe(budgets.registration);
+        return Promise.resolve();
+      });
+      expect(budgetForCall(budgets, 'DescribeTags')).toBe(budgets.describe);
+    });
+  });
+});
+
+describe('the Describe and change budgets', () => {
+  it("a pass's expected calls of a lane book with one write, side-by-side calls included", async () => {
+    const now = { ms: 0 };
+    const { budget, item, waits } = budgetOf(defaultDescribeBudget, now, 'ELBv2 Describe budget');
+    await withRegistrationScope('team-a/web', async () => {
+      expectBudgetCalls({ describe: 6 });
+      // Observe reads some groups at once: they wait for the one booking and share its slots.
+      await Promise.all([
+        budget.take('DescribeLoadBalancers'),
+        budget.take('DescribeTargetHealth'),
+        budget.take('DescribeTargetHealth'),
+      ]);
+      for (let i = 0; i < 3; i++) await budget.take('DescribeListeners');
+    });
+    expect(item.writes).toBe(1);
+    expect(waits).toEqual([]);
+    // A second pass books anew.
+    await withRegistrationScope('team-b/api', () => budget.take('DescribeTags'));
+    expect(item.writes).toBe(2);
+  });
+
+  it('change slots too far off are booked as one block, kept for the key, and the pass ends before any change', async () => {
+    const now = { ms: 0 };
+    const { budget, item, waits } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
+    const rule = slotRule(defaultChangeBudget, 'change');
+    // Other instances booked the budget 4 s ahead.
+    item.values = { tat: rule.toleranceMs + 4_000 };
+    let kept: KeptSlot[] = [];
+    const error = await withRegistrationScope('team-a/web', (scope) => {
+      kept = scope.kept;
+      expectBudgetCalls({ change: 5 });
+      return budget.take('CreateTargetGroup');
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequeueAfterError);
+    expect((error as Error).message).toMatch(/ELBv2 change budget.*kept for this Service/);
+    // Back when the block is due: SQS delays are whole seconds, less the batching window.
+    expect((error as RequeueAfterError).seconds).toBe(3);
+    // One booking: a second write only because this instance had not seen the item yet.
+    const writes = item.writes;
+    expect(writes).toBeLessThanOrEqual(2);
+    expect(item.values.tat).toBe(rule.toleranceMs + 4_000 + 5 * rule.intervalMs);
+    // Five slots, 333 ms apart on the budget, used together from the first one's time: a
+    // create's calls go in one pass, never one pass each.
+    expect(kept).toEqual(Array.from({ length: 5 }, () => ({ lane: 'change', atMs: 4_000 })));
+    expect(parseKeptSlots(JSON.parse(JSON.stringify(kept)))).toEqual(kept);
+    expect(waits).toEqual([]);
+
+    // The key's next pass, when the block is due: five calls, no write, no wait past the bound.
+    now.ms = 3_900;
+    await withRegistrationScope('team-a/web', async (scope) => {
+      scope.kept.push(...kept);
+      expectBudgetCalls({ change: 5 });
+      for (const op of ['CreateTargetGroup', 'CreateTargetGroup', 'CreateLoadBalancer'])
+        await budget.take(op);
+      await budget.take('CreateListener');
+      await budget.take('CreateListener');
+      expect(scope.kept).toEqual([]);
+    });
+    expect(item.writes).toBe(writes);
+    expect(waits.every((ms) => ms <= slotWaitBoundMs)).toBe(true);
+  });
+
+  it("a block is at most the budget's burst: AWS's bucket keeps as many tokens spare", async () => {
+    const now = { ms: 0 };
+    const { budget, item } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
+    await withRegistrationScope('team-a/web', async (scope) => {
+      expectBudgetCalls({ change: 20 });
+      await budget.take('CreateListener');
+      expect(scope.kept).toHaveLength(defaultChangeBudget.burst - 1);
+    });
+    expect(item.writes).toBe(1);
+  });
+
+  it('never sleeps past the bound, whatever the load: three instances on each budget', async () => {
+    for (const spec of [defaultDescribeBudget, defaultChangeBudget]) {
+      const now = { ms: 0 };
+      const item = new MemoryTatItem();
+      const waits: number[] = [];
+      const instances = Array.from(
+        { length: 3 },
+        () =>
+          new RegistrationBudget(new TatBudgetStore(item), spec, {
+            nowMs: () => now.ms,
+            sleep: (ms) => {
+              waits.push(ms);
+              now.ms += ms;
+              return Promise.resolve();
+            },
+          }),
+      );
+      let deferred = 0;
+      for (let i = 0; i < 60; i++) {
+        const op = spec === defaultDescribeBudget ? 'DescribeTags' : 'ModifyTargetGroup';
+        await withRegistrationScope(`team-${i % 4}/svc-${i}`, () => {
+          expectBudgetCalls({ describe: 3, change: 3 });
+          return instances[i % 3]!.take(op);
+        }).catch((e: unknown) => {
+          if (!(e instanceof RequeueAfterError)) throw e;
+          deferred++;
+        });
+        now.ms += 37;
+      }
+      expect(deferred).toBeGreaterThan(0);
+      expect(Math.max(...waits)).toBeLessThanOrEqual(slotWaitBoundMs);
+    }
+  });
+});
