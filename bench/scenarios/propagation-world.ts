@@ -273,8 +273,20 @@ export function ourWorld(
                 registration: budgetOn(budgetItem, budget, clock, perNamespace),
                 ...(fleet
                   ? {
-                      describe: budgetOn(describeItem, defaultDescribeBudget, clock, perNamespace),
-                      change: budgetOn(changeItem, defaultChangeBudget, clock, perNamespace),
+                      describe: budgetOn(
+                        describeItem,
+                        defaultDescribeBudget,
+                        clock,
+                        perNamespace,
+                        'ELBv2 Describe budget',
+                      ),
+                      change: budgetOn(
+                        changeItem,
+                        defaultChangeBudget,
+                        clock,
+                        perNamespace,
+                        'ELBv2 change budget',
+                      ),
                     }
                   : {}),
               },

@@ -62,6 +62,8 @@ export function budgetOn(
   clock: VirtualClock,
   /** false: first come, first served (the budget before issue 32). */
   perNamespace = true,
+  /** Which of the fleet's budgets it is, for its messages. */
+  name = 'ELBv2 registration budget',
 ): RegistrationBudget {
   return new RegistrationBudget(
     new TatBudgetStore(item),
@@ -76,6 +78,6 @@ export function budgetOn(
       },
     },
     // As createRuntime builds it: the work queue's batching window before a kept slot.
-    { perNamespace, deliveryMs: workQueueBatchingWindowSeconds * 1000 },
+    { perNamespace, deliveryMs: workQueueBatchingWindowSeconds * 1000, name },
   );
 }

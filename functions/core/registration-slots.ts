@@ -84,7 +84,12 @@ export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRu
     intervalMs,
     toleranceMs: (Math.max(1, spec.burst) - 1) * intervalMs,
     horizonMs: laneHorizonSeconds[lane] * 1000,
-    shareMs: namespaceShareSlots * intervalMs,
+    // A pass books its calls of a lane as one block: a namespace's share of the Describe and
+    // change budgets is a burst's worth, so one pass (six reads, five creates) fits in it.
+    shareMs:
+      (lane === 'register' || lane === 'deregister'
+        ? namespaceShareSlots
+        : Math.max(namespaceShareSlots, spec.burst)) * intervalMs,
   };
 }
 
@@ -392,6 +397,15 @@ export function useKeptSlot(kept: KeptSlot[], lane: BudgetLane, nowMs: number): 
  */
 export function secondsUntilSlot(atMs: number, nowMs: number, deliveryMs = 0): number {
   return Math.max(1, Math.ceil((atMs - nowMs - slotWaitBoundMs - deliveryMs) / 1000));
+}
+
+/**
+ * Drops the slots already due from `kept`, in place: what a pass that ran to its end (not one
+ * that goes back for a slot) leaves unused was booked on a guess (observe's reads), and a due
+ * slot kept would only let a later pass call without booking.
+ */
+export function dropDueSlots(kept: KeptSlot[], nowMs: number): void {
+  for (let i = kept.length - 1; i >= 0; i--) if (kept[i]!.atMs <= nowMs) kept.splice(i, 1);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Service } from '../core/objects';
 import type { KubernetesApi } from '../sync/ports';
 import type { EligibleHosts } from '../core/node-sync-plan';
 import { backoffSeconds } from '../core/backoff';
+import { dropDueSlots } from '../core/registration-slots';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
@@ -184,6 +185,8 @@ async function runPasses(
           : outcome.kind === 'retry'
             ? 'increment'
             : 'keep';
+      if (outcome.kind !== 'requeue-after')
+        dropDueSlots(budget.kept, ctx.syncDeps.clock.now().getTime());
       finish = await ctx.store.finish(
         lease,
         failureUpdate,

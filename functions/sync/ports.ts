@@ -25,6 +25,17 @@ export type ProviderState = { readonly [key: string]: JsonValue | undefined };
  * A provider error may carry the state reached before it failed (`providerState`), so resources
  * created by a half-finished call are recorded, not only findable by tags later.
  */
+/**
+ * Whether a provider's pass ended before it asked AWS to change anything (a budget deferral
+ * while it read): the provider sets `awsUnchanged` on that error, so the use case need not write
+ * the record again (issue 37: a deferred pass costs a write less).
+ */
+export function awsUnchanged(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'awsUnchanged' in error
+    ? error.awsUnchanged === true
+    : false;
+}
+
 export function providerStateOf(error: unknown): ProviderState | undefined {
   if (typeof error !== 'object' || error === null || !('providerState' in error)) return undefined;
   const state = error.providerState;

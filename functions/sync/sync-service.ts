@@ -34,6 +34,7 @@ import { done, outcomeOf, requeueAfter, type SyncOutcome } from './outcome';
 import { announce } from './announce';
 import { refreshPodTargets } from './pod-targets';
 import {
+  awsUnchanged,
   keptByDeletionProtection,
   providerStateOf,
   type EnsureResult,
@@ -606,6 +607,8 @@ async function keepFailedPass(
   error: unknown,
   deps: SyncDependencies,
 ): Promise<void> {
+  // Nothing changed in AWS: the record as stored still says what is there.
+  if (awsUnchanged(error)) return;
   await deps.state.putService({ ...pending, provider: providerStateOf(error) ?? pending.provider });
 }
 

@@ -2,10 +2,17 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DescribeTargetHealthCommand } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultRegistrationBudget } from '../../functions/aws/registration-budget';
+import {
+  defaultChangeBudget,
+  defaultRegistrationBudget,
+} from '../../functions/aws/registration-budget';
 import { slotRule } from '../../functions/core/registration-slots';
 import { readNlbState } from '../../functions/nlb/nlb-state';
-import { registrationBudgetPk, serviceLeasePk } from '../../functions/state/table-layout';
+import {
+  changeBudgetPk,
+  registrationBudgetPk,
+  serviceLeasePk,
+} from '../../functions/state/table-layout';
 import { loadBalancerService } from '../support/kube-objects';
 import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world';
 
@@ -119,7 +126,9 @@ describe('registrations deferred to their slot (issue 37)', () => {
     expect(Object.keys(state.targetGroups ?? {})).toHaveLength(2);
     expect(calls(w, 'CreateTargetGroup')).toBe(2);
     expect(calls(w, 'RegisterTargets')).toBe(0);
-    expect((await item(w, serviceLeasePk(key)))?.keptSlots).toHaveLength(2);
+    // (Beside them, the change slots the NLB and its listeners did not reach this pass.)
+    const kept = (await item(w, serviceLeasePk(key)))?.keptSlots as { lane: string }[];
+    expect(kept.filter((slot) => slot.lane === 'register')).toHaveLength(2);
     const live = await w.api.readNamespacedService({ namespace: 'default', name: 'web' });
     expect(live.status?.loadBalancer?.ingress ?? []).toHaveLength(0);
 
@@ -135,5 +144,43 @@ describe('registrations deferred to their slot (issue 37)', () => {
     expect(w.metrics.get('Retries')).toBe(0);
     const events = await w.api.listNamespacedEvent({ namespace: 'default' });
     expect(events.items.map((e) => e.reason)).not.toContain('SyncLoadBalancerFailed');
+  });
+  it('a create whose ELBv2 changes must wait books them at once, keeps them on its lease item, and makes them in one later pass', async () => {
+    world = await createRuntimeWorld();
+    const w = world;
+    await w.addNode();
+    const change = slotRule(defaultChangeBudget, 'change');
+    // Other instances booked the change budget 2.5 s ahead.
+    const tatBefore = Date.now() + change.toleranceMs + 2_500;
+    await doc(w).send(
+      new PutCommand({ TableName: 'state', Item: { pk: changeBudgetPk, tat: tatBefore } }),
+    );
+    await w.api.createNamespacedService({ namespace: 'default', body: loadBalancerService('web') });
+    await w.send({ v: 1, kind: 'service', key });
+    await w.handleOnce(1);
+
+    // The security group (EC2) went first; no ELBv2 change was made before its slot.
+    for (const op of ['CreateTargetGroup', 'CreateLoadBalancer', 'CreateListener'])
+      expect(calls(w, op)).toBe(0);
+    const state = readNlbState((await w.runtime.store.getService(key))?.provider);
+    expect(state.securityGroupId).toBeDefined();
+    // Two target groups, the NLB and two listeners: five slots, booked in one write and kept.
+    const kept = (await item(w, serviceLeasePk(key)))?.keptSlots as { lane: string }[];
+    expect(kept.filter((slot) => slot.lane === 'change')).toHaveLength(5);
+    const booked = Number((await item(w, changeBudgetPk))?.tat);
+    expect(booked).toBeGreaterThanOrEqual(tatBefore + 5 * change.intervalMs);
+    expect(booked).toBeLessThan(tatBefore + 6 * change.intervalMs);
+
+    await w.drain(4);
+    expect(calls(w, 'CreateSecurityGroup')).toBe(1);
+    expect(calls(w, 'CreateTargetGroup')).toBe(2);
+    expect(calls(w, 'CreateLoadBalancer')).toBe(1);
+    expect(calls(w, 'CreateListener')).toBe(2);
+    // The pass that made them booked nothing more.
+    expect(Number((await item(w, changeBudgetPk))?.tat)).toBe(booked);
+    const after = await w.api.readNamespacedService({ namespace: 'default', name: 'web' });
+    expect(after.status?.loadBalancer?.ingress?.[0]?.hostname).toBeDefined();
+    expect((await item(w, serviceLeasePk(key)))?.keptSlots).toBeUndefined();
+    expect(w.metrics.get('Retries')).toBe(0);
   });
 });

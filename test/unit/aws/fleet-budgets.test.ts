@@ -14,6 +14,7 @@ import { RequeueAfterError } from '../../../functions/core/errors';
 import {
   applyBudgetWrite,
   budgetLaneOf,
+  dropDueSlots,
   parseKeptSlots,
   slotRule,
   slotWaitBoundMs,
@@ -203,5 +204,15 @@ describe('the Describe and change budgets', () => {
       expect(deferred).toBeGreaterThan(0);
       expect(Math.max(...waits)).toBeLessThanOrEqual(slotWaitBoundMs);
     }
+  });
+
+  it('a pass that ran to its end keeps only the slots still ahead (a guess of its reads left the rest)', () => {
+    const kept: KeptSlot[] = [
+      { lane: 'describe', atMs: 900 },
+      { lane: 'change', atMs: 1_000 },
+      { lane: 'register', atMs: 1_400 },
+    ];
+    dropDueSlots(kept, 1_000);
+    expect(kept).toEqual([{ lane: 'register', atMs: 1_400 }]);
   });
 });
