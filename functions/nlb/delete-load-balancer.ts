@@ -66,27 +66,33 @@ export async function ensureLoadBalancerDeleted(
     for (const arn of found.loadBalancerArns) {
       await deleteOrKeep(arn, () => deleteLoadBalancer(ctx, arn));
     }
-    for (const arn of found.targetGroupArns) {
-      try {
-        await deleteOrKeep(arn, () =>
-          ctx.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: arn })),
-        );
-      } catch (error) {
-        if (!isAwsError(error, 'ResourceInUse', 'ResourceInUseException')) throw error;
-        keep(arn);
-      }
-    }
-    for (const id of found.securityGroupIds) {
-      try {
-        await deleteOrKeep(id, () =>
-          ctx.clients.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id })),
-        );
-      } catch (error) {
-        // The NLB's network interfaces hold the group for minutes after the NLB is deleted.
-        if (!isAwsError(error, 'DependencyViolation')) throw error;
-        keep(id);
-      }
-    }
+    // With the NLB gone, its target groups and security group go side by side; each is kept
+    // or forgotten on its own answer, and the first failure is thrown once all have answered.
+    const settled = await Promise.allSettled([
+      ...found.targetGroupArns.map(async (arn) => {
+        try {
+          await deleteOrKeep(arn, () =>
+            ctx.clients.elbv2.send(new DeleteTargetGroupCommand({ TargetGroupArn: arn })),
+          );
+        } catch (error) {
+          if (!isAwsError(error, 'ResourceInUse', 'ResourceInUseException')) throw error;
+          keep(arn);
+        }
+      }),
+      ...found.securityGroupIds.map(async (id) => {
+        try {
+          await deleteOrKeep(id, () =>
+            ctx.clients.ec2.send(new DeleteSecurityGroupCommand({ GroupId: id })),
+          );
+        } catch (error) {
+          // The NLB's network interfaces hold the group for minutes after the NLB is deleted.
+          if (!isAwsError(error, 'DependencyViolation')) throw error;
+          keep(id);
+        }
+      }),
+    ]);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   } catch (error) {
     throw Object.assign(translateAwsError(error, 'delete load balancer resources'), {
       providerState: toProviderState(nlbState),

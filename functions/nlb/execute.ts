@@ -24,23 +24,53 @@ export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
   expectRegistrationCalls(registrationCalls(request.plan));
   expectBudgetCalls({ change: changeCalls(request.plan) });
-  for (const step of request.plan.steps) {
-    try {
-      await applyStep(run, step);
-    } catch (error) {
-      const translated =
-        error instanceof TerminalError ||
-        error instanceof InvariantError ||
-        error instanceof RequeueAfterError ||
-        error instanceof NotVisibleYetError
-          ? error
-          : (notVisibleYetAnswer(request, step, error) ??
-            translateAwsError(error, describeStep(step)));
-      await settleUncheckedTargetGroups(run);
-      throw Object.assign(translated, { providerState: toProviderState(request.state) });
-    }
+  for (const batch of stepBatches(request.plan.steps)) {
+    // A batch's steps at once; every one of them settled (and recorded) before the error.
+    const settled = await Promise.allSettled(batch.map((step) => applyStep(run, step)));
+    const index = settled.findIndex((result) => result.status === 'rejected');
+    if (index < 0) continue;
+    const step = batch[index]!;
+    const error = (settled[index] as PromiseRejectedResult).reason as unknown;
+    const translated =
+      error instanceof TerminalError ||
+      error instanceof InvariantError ||
+      error instanceof RequeueAfterError ||
+      error instanceof NotVisibleYetError
+        ? error
+        : (notVisibleYetAnswer(request, step, error) ??
+          translateAwsError(error, describeStep(step)));
+    await settleUncheckedTargetGroups(run);
+    throw Object.assign(translated, { providerState: toProviderState(request.state) });
   }
   run.settleCreated();
+}
+
+/**
+ * Steps of a kind that name different resources and need nothing of each other (a target group
+ * per port, a listener per port): consecutive ones go side by side, one round trip for all.
+ * Every other step, and the order between kinds, stays as planned.
+ */
+const independentKinds: ReadonlySet<Step['kind']> = new Set<Step['kind']>([
+  'createTargetGroup',
+  'modifyTargetGroup',
+  'modifyTargetGroupAttributes',
+  'registerTargets',
+  'deregisterTargets',
+  'deleteTargetGroup',
+  'createListener',
+  'modifyListener',
+  'modifyListenerAttributes',
+]);
+
+export function stepBatches(steps: readonly Step[]): Step[][] {
+  const batches: Step[][] = [];
+  for (const step of steps) {
+    const last = batches.at(-1);
+    if (last !== undefined && independentKinds.has(step.kind) && last[0]!.kind === step.kind)
+      last.push(step);
+    else batches.push([step]);
+  }
+  return batches;
 }
 
 /** The plan's RegisterTargets and DeregisterTargets calls, a batch each. */

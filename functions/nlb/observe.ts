@@ -70,20 +70,30 @@ export interface ObserveRequest {
  * visible yet (NotVisibleYetError), so the caller neither forgets nor recreates it.
  */
 export async function observe(request: ObserveRequest): Promise<Observed> {
-  const { clients, state } = request;
-  const elbv2 = clients.elbv2;
+  const { state } = request;
   expectBudgetCalls({ describe: expectedDescribes(request) });
   let lb: LoadBalancer | undefined;
-  if (state.loadBalancerArn !== undefined) {
-    lb = await describeLoadBalancer(request, { LoadBalancerArns: [state.loadBalancerArn] });
-    if (lb === undefined)
-      throwIfNotVisibleYet(request, [state.loadBalancerArn], 'describe load balancers');
-  }
-  lb ??= await describeLoadBalancer(request, { Names: [request.loadBalancerName] });
-
   const groups: TargetGroup[] = [];
-  if (lb?.LoadBalancerArn !== undefined) {
-    groups.push(...(await describeTargetGroupsOf(request, lb.LoadBalancerArn)));
+  const recordedArn = state.loadBalancerArn;
+  if (recordedArn !== undefined) {
+    // The recorded NLB and its target groups at once; the groups count only if the NLB is there.
+    const [found, attached] = await Promise.all([
+      describeLoadBalancer(request, { LoadBalancerArns: [recordedArn] }),
+      describeTargetGroupsOf(request, recordedArn).then(
+        (tgs) => ({ tgs }),
+        (error: unknown) => ({ error }),
+      ),
+    ]);
+    lb = found;
+    if (lb === undefined) throwIfNotVisibleYet(request, [recordedArn], 'describe load balancers');
+    else if ('error' in attached) throw attached.error;
+    else groups.push(...attached.tgs);
+  }
+  if (lb === undefined) {
+    lb = await describeLoadBalancer(request, { Names: [request.loadBalancerName] });
+    if (lb?.LoadBalancerArn !== undefined) {
+      groups.push(...(await describeTargetGroupsOf(request, lb.LoadBalancerArn)));
+    }
   }
   const recorded = Object.values(state.targetGroups ?? {}).map((tg) => tg.arn);
   const unattached = recorded.filter((arn) => !groups.some((g) => g.TargetGroupArn === arn));
@@ -127,57 +137,25 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
     }
   }
 
-  const observedGroups: ObservedTargetGroup[] = [];
-  for (const group of groups) {
-    const arn = group.TargetGroupArn ?? '';
-    const targetType = group.TargetType === 'ip' ? 'ip' : 'instance';
-    observedGroups.push({
-      arn,
-      name: group.TargetGroupName ?? '',
-      protocol: (group.Protocol ?? 'TCP') as TargetGroupProtocol,
-      targetType,
-      port: group.Port ?? 0,
-      healthCheck: healthCheckOf(group),
-      tags: tags.get(arn) ?? {},
-      attributes: request.readTargetGroupAttributes
-        ? await targetGroupAttributes(request, arn)
-        : undefined,
-      // Always read: the drift check must see targets removed by hand.
-      targets: await registeredTargets(request, arn, targetType),
-    });
-  }
+  // What is left to read depends only on what was read so far: the target groups' targets and
+  // attributes, the listeners and the load balancer's attributes, and the recorded security
+  // group go side by side (one round trip where they took one each).
+  const lbArn = lb?.LoadBalancerArn;
+  const [observedGroups, listeners, lbAttributes, recordedGroup] = await Promise.all([
+    Promise.all(groups.map((group) => observeTargetGroup(request, group, tags))),
+    lbArn === undefined ? Promise.resolve([]) : observeListeners(request, lbArn),
+    lbArn !== undefined && request.readLoadBalancerAttributes
+      ? loadBalancerAttributes(request, lbArn)
+      : Promise.resolve(undefined),
+    state.securityGroupId !== undefined
+      ? describeSecurityGroup(request, state.securityGroupId, 'refuse')
+      : Promise.resolve(undefined),
+  ]);
 
-  let listeners: ObservedListener[] = [];
   let observedLb: ObservedLoadBalancer | undefined;
-  if (lb?.LoadBalancerArn !== undefined) {
-    const arn = lb.LoadBalancerArn;
-    const found = await read(request, 'describe listeners', [arn], () =>
-      elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
-    );
-    listeners = [];
-    for (const l of found.Listeners ?? []) {
-      const listenerArn = l.ListenerArn ?? '';
-      const protocol = (l.Protocol ?? 'TCP') as ListenerProtocol;
-      listeners.push({
-        arn: listenerArn,
-        port: l.Port ?? 0,
-        protocol,
-        targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
-        // DescribeListeners names the default certificate only; the others (SNI) need their
-        // own call, one per TLS listener, made only where we manage more than one.
-        certificateArns:
-          protocol === 'TLS' && request.readListenerCertificatesOf?.includes(l.Port ?? 0)
-            ? await listenerCertificates(request, listenerArn)
-            : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
-        sslPolicy: l.SslPolicy,
-        alpnPolicy: l.AlpnPolicy?.[0],
-        attributes: request.readListenerAttributesOf?.includes(l.Port ?? 0)
-          ? await listenerAttributes(request, listenerArn)
-          : undefined,
-      });
-    }
+  if (lb !== undefined && lbArn !== undefined) {
     observedLb = {
-      arn,
+      arn: lbArn,
       name: lb.LoadBalancerName ?? '',
       dnsName: (lb.DNSName ?? '').toLowerCase(),
       scheme: lb.Scheme ?? 'internal',
@@ -194,17 +172,13 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
           : [];
       }),
       securityGroupIds: lb.SecurityGroups ?? [],
-      tags: tags.get(arn) ?? {},
-      attributes: request.readLoadBalancerAttributes
-        ? await loadBalancerAttributes(request, arn)
-        : undefined,
+      tags: tags.get(lbArn) ?? {},
+      attributes: lbAttributes,
     };
   }
 
-  let securityGroup: ObservedSecurityGroup | undefined;
-  if (state.securityGroupId !== undefined) {
-    securityGroup = await describeSecurityGroup(request, state.securityGroupId, 'refuse');
-  } else {
+  let securityGroup: ObservedSecurityGroup | undefined = recordedGroup;
+  if (state.securityGroupId === undefined) {
     // Not recorded: the managed group is whichever attached group our tags prove ours. Another
     // attached group is the user's (from a security-groups annotation whose sync failed half-way
     // and left state naming only the new groups): not ours to change, and no reason to stop.
@@ -217,6 +191,63 @@ export async function observe(request: ObserveRequest): Promise<Observed> {
     }
   }
   return { loadBalancer: observedLb, listeners, targetGroups: observedGroups, securityGroup };
+}
+
+async function observeTargetGroup(
+  request: ObserveRequest,
+  group: TargetGroup,
+  tags: ReadonlyMap<string, Tags>,
+): Promise<ObservedTargetGroup> {
+  const arn = group.TargetGroupArn ?? '';
+  const targetType = group.TargetType === 'ip' ? 'ip' : 'instance';
+  const [attributes, targets] = await Promise.all([
+    request.readTargetGroupAttributes ? targetGroupAttributes(request, arn) : undefined,
+    // Always read: the drift check must see targets removed by hand.
+    registeredTargets(request, arn, targetType),
+  ]);
+  return {
+    arn,
+    name: group.TargetGroupName ?? '',
+    protocol: (group.Protocol ?? 'TCP') as TargetGroupProtocol,
+    targetType,
+    port: group.Port ?? 0,
+    healthCheck: healthCheckOf(group),
+    tags: tags.get(arn) ?? {},
+    attributes,
+    targets,
+  };
+}
+
+async function observeListeners(request: ObserveRequest, arn: string): Promise<ObservedListener[]> {
+  const found = await read(request, 'describe listeners', [arn], () =>
+    request.clients.elbv2.send(new DescribeListenersCommand({ LoadBalancerArn: arn })),
+  );
+  return Promise.all(
+    (found.Listeners ?? []).map(async (l): Promise<ObservedListener> => {
+      const listenerArn = l.ListenerArn ?? '';
+      const protocol = (l.Protocol ?? 'TCP') as ListenerProtocol;
+      // DescribeListeners names the default certificate only; the others (SNI) need their own
+      // call, one per TLS listener, made only where we manage more than one.
+      const [certificateArns, attributes] = await Promise.all([
+        protocol === 'TLS' && request.readListenerCertificatesOf?.includes(l.Port ?? 0)
+          ? listenerCertificates(request, listenerArn)
+          : (l.Certificates ?? []).map((c) => c.CertificateArn ?? ''),
+        request.readListenerAttributesOf?.includes(l.Port ?? 0)
+          ? listenerAttributes(request, listenerArn)
+          : undefined,
+      ]);
+      return {
+        arn: listenerArn,
+        port: l.Port ?? 0,
+        protocol,
+        targetGroupArn: l.DefaultActions?.find((a) => a.Type === 'forward')?.TargetGroupArn,
+        certificateArns,
+        sslPolicy: l.SslPolicy,
+        alpnPolicy: l.AlpnPolicy?.[0],
+        attributes,
+      };
+    }),
+  );
 }
 
 /** A TLS listener's certificates: the default first, then the others, sorted. */

@@ -114,8 +114,10 @@ export async function runNodeSync(
     await publishLifecycle(ctx, lifecycle.events).catch(() => undefined);
     throw error;
   }
-  await publishLifecycle(ctx, lifecycle.events);
-  await ctx.store.recordNodeSyncRun(ctx.syncDeps.clock.now().getTime());
+  await Promise.all([
+    publishLifecycle(ctx, lifecycle.events),
+    ctx.store.recordNodeSyncRun(ctx.syncDeps.clock.now().getTime()),
+  ]);
   await continueChain(ctx, triggers);
   return { kind: 'done' };
 }
@@ -191,6 +193,8 @@ async function continueChain(
   ctx: RuntimeContext,
   triggers: readonly Extract<WorkMessage, { kind: 'node' }>[],
 ): Promise<void> {
+  // A run no tick started (a node event's) has no chain to keep: no need to read the timer.
+  if (triggers.every((t) => t.chain === undefined)) return;
   const timer = await ctx.store.nodeSyncTimer();
   const tick = triggers.find((t) => t.chain !== undefined && t.chain === timer.chain);
   if (tick?.chain === undefined) return;

@@ -118,18 +118,21 @@ export async function syncHosts(
     const announced = announce(service, record.announced, result, deps.lifecycle, {
       silent: record.announced === undefined,
     });
-    await deps.state.putService({
-      ...record,
-      provider: result.state,
-      announced,
-      hostsHash: hosts.hash,
-      nodeSelector: hosts.nodeSelector,
-      checkpoint: wasCurrent
-        ? checkpointFor({ ...checkpointInput, hostsHash: hosts.hash })
-        : undefined,
-      updatedAt: deps.clock.now().toISOString(),
-    });
-    await deps.events.record(ref, hosts.hosts.length === 0 ? events.unavailable : events.updated);
+    // The Event says what AWS now has, whether or not the record is written: side by side.
+    await Promise.all([
+      deps.state.putService({
+        ...record,
+        provider: result.state,
+        announced,
+        hostsHash: hosts.hash,
+        nodeSelector: hosts.nodeSelector,
+        checkpoint: wasCurrent
+          ? checkpointFor({ ...checkpointInput, hostsHash: hosts.hash })
+          : undefined,
+        updatedAt: deps.clock.now().toISOString(),
+      }),
+      deps.events.record(ref, hosts.hosts.length === 0 ? events.unavailable : events.updated),
+    ]);
     return done;
   } catch (error) {
     return outcomeOf(error);

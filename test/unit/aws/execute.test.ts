@@ -1,7 +1,7 @@
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import { describe, expect, it } from 'vitest';
 import type { NlbClients } from '../../../functions/aws/clients';
-import { executePlan } from '../../../functions/nlb/execute';
+import { executePlan, stepBatches } from '../../../functions/nlb/execute';
 import { parseAnnotations } from '../../../functions/nlb/model/annotations';
 import { buildDesiredLoadBalancer } from '../../../functions/nlb/model/desired';
 import type { NlbState } from '../../../functions/nlb/nlb-state';
@@ -156,5 +156,36 @@ describe('executePlan: a target group AWS hands back from CreateTargetGroup', ()
     await expect(run).rejects.toThrow(/not owned by this Service/);
     expect(sent).toEqual(['CreateTargetGroupCommand', 'DescribeTagsCommand']);
     expect(state.targetGroups ?? {}).toEqual({});
+  });
+});
+
+describe('which plan steps go side by side (issue 37: a create in fewer round trips)', () => {
+  const tg = (key: string) => ({
+    kind: 'modifyTargetGroup' as const,
+    key,
+    healthCheck: {} as never,
+  });
+  it('consecutive steps of one independent kind form a batch; the order between kinds stays', () => {
+    const steps = [
+      { kind: 'createSecurityGroup', group: {} },
+      { kind: 'authorizeIngress', rules: [] },
+      tg('80'),
+      tg('443'),
+      { kind: 'registerTargets', key: '80', targets: ['i-1'] },
+      { kind: 'registerTargets', key: '443', targets: ['i-1'] },
+      { kind: 'createLoadBalancer', loadBalancer: {} },
+      { kind: 'verifyCreatedTargetGroups' },
+      { kind: 'verifyCreatedTargetGroups' },
+    ] as unknown as Parameters<typeof stepBatches>[0];
+    expect(stepBatches(steps).map((batch) => batch.map((step) => step.kind))).toEqual([
+      ['createSecurityGroup'],
+      ['authorizeIngress'],
+      ['modifyTargetGroup', 'modifyTargetGroup'],
+      ['registerTargets', 'registerTargets'],
+      ['createLoadBalancer'],
+      // Not of an independent kind: one at a time, even when repeated.
+      ['verifyCreatedTargetGroups'],
+      ['verifyCreatedTargetGroups'],
+    ]);
   });
 });
