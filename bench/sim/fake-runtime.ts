@@ -389,6 +389,8 @@ export class FakeStateTable implements RuntimeStore {
   readonly stats: StateStats = { calls: 0, wru: 0, rru: 0 };
   readonly items = new Map<string, Item>();
   private eligible: EligibleHosts | undefined;
+  /** The fence of the node-sync run that stored the set (DynamoStateStore's meta item). */
+  private eligibleFence: number | undefined;
   /** Per lease, the record version its holder last saw (DynamoStateStore's optimistic check). */
   private readonly seen = new WeakMap<Lease, { ver: number | undefined; hasRecord: boolean }>();
   private versions = 0;
@@ -629,12 +631,22 @@ export class FakeStateTable implements RuntimeStore {
         return this.eligible === undefined ? undefined : structuredClone(this.eligible);
       },
       putEligibleHosts: async (hosts) => {
-        // Chunk Put, meta Get, TransactWrite (lease check + meta), old chunk Delete.
+        // Chunk Put, meta Get, the meta Put (node sync's: fenced on the item itself; a Service
+        // sync's first set: a TransactWrite with a check on its lease), old chunk Delete.
         await this.call(write(chunkUnits(hosts, 1024)));
         await this.call(read(1));
-        await fenced(() => {
+        if (lease.id === nodeSyncLeasePk) {
+          await this.call(write(1));
+          if (this.eligibleFence !== undefined && this.eligibleFence > lease.fence)
+            throw new BusyError(`lease on ${lease.id} was lost; not replacing the host set`);
           this.eligible = structuredClone(hosts);
-        });
+          this.eligibleFence = lease.fence;
+        } else {
+          await fenced(() => {
+            this.eligible = structuredClone(hosts);
+            this.eligibleFence = undefined;
+          });
+        }
         cache.hash = hosts.hash;
         await this.call(write(1));
       },

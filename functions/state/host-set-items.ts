@@ -1,10 +1,13 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { BusyError, RetryableError } from '../core/errors';
 import type { EligibleHosts } from '../core/node-sync-plan';
 import type { Lease } from '../runtime/ports';
 import { retryable, type StateTable } from './state-table';
-import { hostChunkPk, hostSetMetaPk } from './table-layout';
+import { hostChunkPk, hostSetMetaPk, nodeSyncLeasePk } from './table-layout';
 
 /** Host list chunks stay under DynamoDB's 400 KB item limit. */
 const chunkBytes = 350_000;
@@ -103,7 +106,8 @@ export class HostSetItems {
       };
       if (lease === undefined) {
         await this.table.doc.send(new PutCommand(meta));
-      } else {
+      } else if (lease.id !== nodeSyncLeasePk) {
+        // The first set a Service's sync stores (node sync never ran): once, checked on its lease.
         await this.table.doc.send(
           new TransactWriteCommand({
             TransactItems: [
@@ -117,6 +121,19 @@ export class HostSetItems {
               },
               { Put: meta },
             ],
+          }),
+        );
+      } else {
+        // Node sync's: the meta item keeps the fence of the run that wrote it, and a run whose
+        // lease was taken over (a lower fence) cannot replace a newer run's set. One conditional
+        // Put (1 write unit), where a transaction with a check on the lease item costs four
+        // (issue 37). A set a Service's sync stored carries no fence.
+        await this.table.doc.send(
+          new PutCommand({
+            ...meta,
+            Item: { ...meta.Item, fence: lease.fence },
+            ConditionExpression: 'attribute_not_exists(fence) OR fence <= :fence',
+            ExpressionAttributeValues: { ':fence': lease.fence },
           }),
         );
       }
@@ -133,7 +150,10 @@ export class HostSetItems {
         }
       }
     } catch (error) {
-      if (error instanceof TransactionCanceledException) {
+      if (
+        error instanceof ConditionalCheckFailedException ||
+        error instanceof TransactionCanceledException
+      ) {
         throw new BusyError(
           `lease on ${lease?.id ?? ''} was lost; not replacing the eligible host set`,
         );

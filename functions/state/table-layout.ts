@@ -8,7 +8,7 @@ import type { ServiceKey } from '../core/keys';
  * | `svc#<ns>/<name>`    | `recz` (the ServiceRecord, compressed: record-codec.ts), `uid`, `hostsHash`, `nodeSelector`; `ver`, a token new on every write; after a delete only `ver` and `expiresAt` (a tombstone). Release 0.1 wrote the record as JSON in `rec` |
  * | `svclease#<ns>/<name>` | the Service's lease: `leaseOwner`, `leaseUntil` (ms), `fence`, `dirty`, `unverified`; `failures`, `failingSince` (ms), `retryAt` (ms), `lastPassAt` |
  * | `lease#<name>`       | a lease for global work (`node-sync`, `sweep`) and that work's bookkeeping |
- * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks` |
+ * | `hosts#meta`         | the eligible host set's `hash`, `chunkKey`, `warnedNodes`, `labelKeys`, `labelsHash`, `chunks`; `fence`: the node-sync lease's fence of the run that stored it |
  * | `kept#<namespace>`  | `keys`: the namespace's Service keys whose NLB deletion protection keeps (tenant policy counting) |
  * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |

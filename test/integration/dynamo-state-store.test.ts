@@ -528,6 +528,19 @@ describe('fenced writes', () => {
     expect((await store.getEligibleHosts())?.hash).toBe(current.hash);
   });
 
+  it("node sync's host-set write is one conditional Put fenced on the meta item; a Service sync's first set carries no fence", async () => {
+    // Before node sync ever ran, a Service's sync stores the set (checked on its own lease).
+    const service = await take(serviceLeasePk('default/web'), 'worker-s');
+    await store.fencedBy(service).putEligibleHosts(eligible([host(1)]));
+    expect((await store.getItem('hosts#meta'))?.fence).toBeUndefined();
+    // Node sync replaces it whatever its fence, and leaves its own.
+    const run = await take(leasePk('node-sync'), 'worker-a');
+    const next = eligible([host(1), host(2)]);
+    await store.fencedBy(run).putEligibleHosts(next);
+    expect((await store.getItem('hosts#meta'))?.fence).toBe(run.fence);
+    expect((await store.getEligibleHosts())?.hash).toBe(next.hash);
+  });
+
   it('refuses to store a record for a key the lease does not cover', async () => {
     const lease = await take(serviceLeasePk('default/other'), 'worker-a');
     await expect(
