@@ -14,7 +14,11 @@ import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
 import { budgetForCall, type Elbv2Budgets, type NlbClients } from '../../functions/aws/clients';
-import { attachRegistrationBudget } from '../../functions/aws/registration-budget';
+import {
+  attachRegistrationBudget,
+  markSendsCounted,
+  noteSent,
+} from '../../functions/aws/registration-budget';
 import { clusterTagKey, ownershipTags } from '../../functions/nlb/model/naming';
 import { ProcessRateLimiter } from '../../functions/aws/process-limiter';
 import { awsRateLimits, bucketFor, TokenBucket, type BucketName } from './aws-limits';
@@ -594,9 +598,13 @@ export class FakeAwsClients {
     const elbv2 = client('elbv2');
     if (this.budgets.registration !== undefined)
       attachRegistrationBudget(elbv2, this.budgets.registration);
+    // As addRateLimits and countSentChanges: every request that may change AWS is counted.
+    const ec2 = client('ec2');
+    markSendsCounted(elbv2);
+    markSendsCounted(ec2);
     return {
       elbv2: elbv2 as unknown as ElasticLoadBalancingV2Client,
-      ec2: client('ec2') as unknown as EC2Client,
+      ec2: ec2 as unknown as EC2Client,
       tagging: client('tagging') as unknown as ResourceGroupsTaggingAPIClient,
     };
   }
@@ -608,6 +616,7 @@ export class FakeAwsClients {
     const budget = service === 'elbv2' ? budgetForCall(this.budgets, operation) : undefined;
     if (budget !== undefined) await budget.take(operation);
     else if (service === 'elbv2') await this.limiter.take(operation);
+    if (service !== 'tagging') noteSent(operation);
     try {
       return await this.account.attempt(service, command);
     } catch (error) {

@@ -12,6 +12,8 @@ import { ProcessRateLimiter } from './process-limiter';
 import { budgetLaneOf } from '../core/registration-slots';
 import {
   attachRegistrationBudget,
+  markSendsCounted,
+  noteSent,
   registrationScope,
   type BudgetTimer,
   type RegistrationBudget,
@@ -67,6 +69,7 @@ export function addRateLimits(
 ): void {
   const limiter = new ProcessRateLimiter(timer);
   if (budgets.registration !== undefined) attachRegistrationBudget(client, budgets.registration);
+  markSendsCounted(client);
   client.middlewareStack.add(
     (next: FinalizeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
       async (args: FinalizeHandlerArguments<object>) => {
@@ -80,11 +83,31 @@ export function addRateLimits(
               return false;
             },
           );
-          if (shared) return next(args);
+          if (shared) {
+            noteSent(operation);
+            return next(args);
+          }
         }
         await limiter.take(operation);
+        noteSent(operation);
         return next(args);
       },
     { step: 'finalizeRequest', priority: 'low', name: 'elbv2RateLimit' },
+  );
+}
+
+/**
+ * Counts the EC2 requests that may change AWS within a key's sync (`noteSent`): a pass that must
+ * come back and sent none changed nothing, so its record need not be written again.
+ */
+export function countSentChanges(client: EC2Client): void {
+  markSendsCounted(client);
+  client.middlewareStack.add(
+    (next: FinalizeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>
+      (args: FinalizeHandlerArguments<object>) => {
+        noteSent((context.commandName ?? '').replace(/Command$/, ''));
+        return next(args);
+      },
+    { step: 'finalizeRequest', priority: 'low', name: 'countSentChanges' },
   );
 }

@@ -200,6 +200,11 @@ export interface RegistrationScope {
    * follows its registration booking, which paces it (4/s, within the Describe bucket's 10/s).
    */
   readonly paced: Set<BudgetLane>;
+  /**
+   * How many requests that may change AWS (ELBv2 and EC2 calls other than Describe*) this key's
+   * passes have sent: a pass that sent none and must come back changed nothing (`noteSent`).
+   */
+  sent: number;
 }
 
 export const registrationScope = new AsyncLocalStorage<RegistrationScope>();
@@ -218,6 +223,7 @@ export function withRegistrationScope<T>(key: string, run: (scope: RegistrationS
     expected: { register: 0, deregister: 0, describe: 0, change: 0 },
     booking: new Map(),
     paced: new Set(),
+    sent: 0,
   };
   return registrationScope.run(scope, () => run(scope));
 }
@@ -245,6 +251,29 @@ export function expectBudgetCalls(calls: Readonly<Partial<Record<BudgetLane, num
     const kept = scope.kept.filter((slot) => slot.lane === lane).length;
     scope.expected[lane] = Math.max(0, count - kept);
   }
+}
+
+/** Counts a request that may change AWS, sent within a key's sync (see `RegistrationScope.sent`). */
+export function noteSent(operation: string): void {
+  const scope = registrationScope.getStore();
+  if (scope !== undefined && !/^(Describe|Get|List)/.test(operation)) scope.sent++;
+}
+
+/** How many requests that may change AWS the current key's passes have sent so far. */
+export function sentSoFar(): number {
+  return registrationScope.getStore()?.sent ?? 0;
+}
+
+/** The clients whose every request reaches `noteSent` (addRateLimits, countSentChanges). */
+const countedClients = new WeakSet<object>();
+
+export function markSendsCounted(client: object): void {
+  countedClients.add(client);
+}
+
+/** Whether `sentSoFar` sees every request these clients send: otherwise it proves nothing. */
+export function sendsCounted(...clients: readonly object[]): boolean {
+  return clients.every((client) => countedClients.has(client));
 }
 
 /** The budget each ELBv2 client books its registrations on (addRateLimits attaches it). */

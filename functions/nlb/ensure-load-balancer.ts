@@ -8,7 +8,6 @@ import type {
   ProviderState,
 } from '../sync/ports';
 import { NotVisibleYetError } from '../aws/aws-errors';
-import { RequeueAfterError } from '../core/errors';
 import { describeChanges, executePlan } from './execute';
 import { parseAnnotations } from './model/annotations';
 import { type LoadBalancerOptions } from './model/annotation-types';
@@ -59,24 +58,13 @@ export async function ensureLoadBalancer(
   const nlbState = readNlbState(state);
   const now = ctx.now();
   pruneCreated(nlbState, now);
-  const inputs = await resolveInputs(ctx, service, nlbState).catch(beforeChanges);
+  const inputs = await resolveInputs(ctx, service, nlbState);
   const desired = desiredModel(ctx, service, hosts, nlbState, inputs, hooks.endpointSlices);
-  const observed = await observeFor(ctx, now, service, desired, nlbState, inputs.userGroups).catch(
-    beforeChanges,
-  );
+  const observed = await observeFor(ctx, now, service, desired, nlbState, inputs.userGroups);
   const plan = planChanges(desired, observed, nlbState.appliedTagKeys ?? []);
   foldObserved(nlbState, desired, observed);
   await applyPlan(ctx, service, inputs.options, desired, observed, plan, nlbState, hooks);
   return resultOf(desired, plan, nlbState);
-}
-
-/**
- * A pass that must come back before it changed anything (its reads' slots on the Describe budget
- * are further off than it may wait) says so: its record need not be written again.
- */
-function beforeChanges(error: unknown): never {
-  if (error instanceof RequeueAfterError) Object.assign(error, { awsUnchanged: true });
-  throw error;
 }
 
 /**

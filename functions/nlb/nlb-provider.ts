@@ -12,6 +12,8 @@ import type {
   UpdateResult,
 } from '../sync/ports';
 import type { NlbClients } from '../aws/clients';
+import { sendsCounted, sentSoFar } from '../aws/registration-budget';
+import { RequeueAfterError } from '../core/errors';
 import { parseAnnotations } from './model/annotations';
 import { awsPrefix, type LoadBalancerOptions } from './model/annotation-types';
 import { schemeOf, type ProviderSettings } from './model/desired';
@@ -81,7 +83,18 @@ export class NlbProvider implements LoadBalancerProvider {
     state: ProviderState | undefined,
     hooks: EnsureOptions = {},
   ): Promise<EnsureResult> {
-    return ensureLoadBalancer(this.context, service, hosts, state, hooks);
+    const { elbv2, ec2 } = this.context.clients;
+    if (!sendsCounted(elbv2, ec2))
+      return ensureLoadBalancer(this.context, service, hosts, state, hooks);
+    // A pass that must come back before it sent AWS any change leaves the record as it is.
+    const before = sentSoFar();
+    return ensureLoadBalancer(this.context, service, hosts, state, hooks).catch(
+      (error: unknown) => {
+        if (error instanceof RequeueAfterError && sentSoFar() === before)
+          Object.assign(error, { awsUnchanged: true });
+        throw error;
+      },
+    );
   }
 
   /** Node changes only (update-targets.ts); without any recorded target group, a full Ensure. */

@@ -8,7 +8,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { addRateLimits, type Elbv2Budgets } from '../aws/clients';
+import { addRateLimits, countSentChanges, type Elbv2Budgets } from '../aws/clients';
 import type { RegistrationBudgetSpec } from '../core/registration-slots';
 import { changeBudgetPk, describeBudgetPk, registrationBudgetPk } from '../state/table-layout';
 import { workQueueBatchingWindowSeconds } from '../contract/queue-limits';
@@ -118,6 +118,7 @@ export function createRuntime(
       ...(endpoints.ec2 ? { endpoint: endpoints.ec2 } : {}),
     }),
   );
+  countSentChanges(ec2);
   // Queue URLs carry a host, but the client needs its own endpoint (emulators, VPC endpoints).
   const sqs = adapt(
     new SQSClient({
