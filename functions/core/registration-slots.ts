@@ -427,3 +427,42 @@ export function parseKeptSlots(value: unknown): KeptSlot[] {
   }
   return slots.slice(0, maxKeptSlots);
 }
+
+/**
+ * When each of `count` host updates should reach the work queue so that their registrations find
+ * free slots on arrival (issue 37): node sync knows every Service a node change touches, so it
+ * spreads their messages at the budget's rate (the first ones within its burst at once) instead
+ * of sending them all now to be turned back, and back again, by the budget. `callsEach`: the
+ * registrations one update makes (two target groups, the common case; a guess: one that is wrong
+ * only makes an update wait for its slot as it would anyway). Whole seconds, as SQS delays are,
+ * rounded up (a late arrival finds its slot free), at most 900 s.
+ */
+export function pacedDelaySeconds(
+  count: number,
+  spec: RegistrationBudgetSpec,
+  callsEach = 2,
+): number[] {
+  return Array.from({ length: count }, (_, k) => {
+    const slot = k * callsEach - (Math.max(1, spec.burst) - 1);
+    return Math.min(900, Math.max(0, Math.ceil(slot / spec.perSecond)));
+  });
+}
+
+/**
+ * Keys in turns by namespace (the first key of each namespace, then the second of each, ...), so
+ * that paced messages spread each namespace's Services over the whole span, as its fair share of
+ * the budget would.
+ */
+export function inTurnsByNamespace<K extends string>(keys: readonly K[]): K[] {
+  const byNamespace = new Map<string, K[]>();
+  for (const key of keys) {
+    const namespace = key.slice(0, Math.max(0, key.indexOf('/')));
+    byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), key]);
+  }
+  const lines = [...byNamespace.values()];
+  const longest = Math.max(0, ...lines.map((line) => line.length));
+  const turns: K[] = [];
+  for (let i = 0; i < longest; i++)
+    for (const line of lines) if (i < line.length) turns.push(line[i]!);
+  return turns;
+}

@@ -7,6 +7,8 @@ import type { WorkMessage } from '../contract/work-messages';
 import { runKey, secondsUntilExpiry } from './key-passes';
 import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts } from '../core/node-sync-plan';
+import { inTurnsByNamespace, pacedDelaySeconds } from '../core/registration-slots';
+import { defaultRegistrationBudget } from '../aws/registration-budget';
 
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
@@ -70,16 +72,10 @@ export async function runNodeSync(
         const failed = settled.find((o): o is PromiseRejectedResult => o.status === 'rejected');
         if (failed !== undefined) throw failed.reason as Error;
       } else {
-        // The work queue's host updates read the set back: stored first.
+        // The work queue's host updates read the set back: stored first. They reach it spread
+        // at the registration budget's rate, a namespace's turns spread over the whole span.
         await result.store();
-        await ctx.queue.send(
-          result.servicesToUpdate.map((key) => ({
-            v: 1,
-            kind: 'hosts',
-            key,
-            reason: 'hosts changed',
-          })),
-        );
+        await sendPaced(ctx, inTurnsByNamespace(result.servicesToUpdate));
       }
       ctx.metrics.milliseconds('NodeSyncDuration', ctx.syncDeps.clock.now().getTime() - started);
       ctx.metrics.count('EligibleHosts', result.eligibleHosts);
@@ -146,6 +142,17 @@ async function runHostUpdatesNow(
   for (const followUp of followUps) {
     if (followUp !== undefined) await ctx.queue.send([followUp.message], followUp.seconds);
   }
+}
+
+async function sendPaced(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
+  const budget = ctx.config.registrationBudget ?? defaultRegistrationBudget;
+  const delays = budget.perSecond > 0 ? pacedDelaySeconds(keys.length, budget) : keys.map(() => 0);
+  const byDelay = new Map<number, WorkMessage[]>();
+  keys.forEach((key, i) => {
+    const message: WorkMessage = { v: 1, kind: 'hosts', key, reason: 'hosts changed' };
+    byDelay.set(delays[i]!, [...(byDelay.get(delays[i]!) ?? []), message]);
+  });
+  await Promise.all([...byDelay].map(([seconds, messages]) => ctx.queue.send(messages, seconds)));
 }
 
 /**

@@ -15,6 +15,8 @@ import {
   applyBudgetWrite,
   budgetLaneOf,
   dropDueSlots,
+  inTurnsByNamespace,
+  pacedDelaySeconds,
   parseKeptSlots,
   slotRule,
   slotWaitBoundMs,
@@ -214,5 +216,28 @@ describe('the Describe and change budgets', () => {
     ];
     dropDueSlots(kept, 1_000);
     expect(kept).toEqual([{ lane: 'register', atMs: 1_400 }]);
+  });
+});
+
+describe("node sync's host updates, paced at the registration budget's rate", () => {
+  it('the first within the burst at once, then two registrations per update at 4/s; at most 900 s', () => {
+    const spec = { perSecond: 4, burst: 10 };
+    const delays = pacedDelaySeconds(12, spec);
+    // Updates 0–4 fit in the burst (10 slots, 2 each); then one every half second, rounded up.
+    expect(delays).toEqual([0, 0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4]);
+    // Never more than the budget offers: update k's registrations are due by its arrival.
+    delays.forEach((seconds, k) => expect(seconds * 4 + 9).toBeGreaterThanOrEqual(k * 2));
+    expect(Math.max(...pacedDelaySeconds(10_000, spec))).toBe(900);
+  });
+
+  it("takes the namespaces in turns, each one's Services spread over the whole span", () => {
+    expect(inTurnsByNamespace(['a/1', 'a/2', 'a/3', 'b/1', 'c/1', 'c/2'])).toEqual([
+      'a/1',
+      'b/1',
+      'c/1',
+      'a/2',
+      'c/2',
+      'a/3',
+    ]);
   });
 });
