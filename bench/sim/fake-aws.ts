@@ -13,12 +13,13 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import type { ElasticLoadBalancingV2Client } from '@aws-sdk/client-elastic-load-balancing-v2';
 import type { ResourceGroupsTaggingAPIClient } from '@aws-sdk/client-resource-groups-tagging-api';
-import { budgetForCall, type Elbv2Budgets, type NlbClients } from '../../functions/aws/clients';
 import {
-  attachRegistrationBudget,
-  markSendsCounted,
-  noteSent,
-} from '../../functions/aws/registration-budget';
+  attachBudgets,
+  budgetForCall,
+  type Elbv2Budgets,
+  type NlbClients,
+} from '../../functions/aws/clients';
+import { markSendsCounted, noteSent } from '../../functions/aws/registration-budget';
 import { clusterTagKey, ownershipTags } from '../../functions/nlb/model/naming';
 import { ProcessRateLimiter } from '../../functions/aws/process-limiter';
 import { awsRateLimits, bucketFor, TokenBucket, type BucketName } from './aws-limits';
@@ -596,8 +597,7 @@ export class FakeAwsClients {
       send: (command: object) => this.send(service, command),
     });
     const elbv2 = client('elbv2');
-    if (this.budgets.registration !== undefined)
-      attachRegistrationBudget(elbv2, this.budgets.registration);
+    attachBudgets(elbv2, this.budgets);
     // As addRateLimits and countSentChanges: every request that may change AWS is counted.
     const ec2 = client('ec2');
     markSendsCounted(elbv2);

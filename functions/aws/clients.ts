@@ -11,6 +11,7 @@ import { RequeueAfterError } from '../core/errors';
 import { ProcessRateLimiter } from './process-limiter';
 import { budgetLaneOf } from '../core/registration-slots';
 import {
+  attachLaneBudgets,
   attachRegistrationBudget,
   markSendsCounted,
   noteSent,
@@ -41,6 +42,17 @@ export interface Elbv2Budgets {
   readonly change?: RegistrationBudget | undefined;
 }
 
+/** Lets a pass reserve and prebook its slots on `budgets` through the client it calls with. */
+export function attachBudgets(client: object, budgets: Elbv2Budgets): void {
+  if (budgets.registration !== undefined) attachRegistrationBudget(client, budgets.registration);
+  attachLaneBudgets(client, {
+    register: budgets.registration,
+    deregister: budgets.registration,
+    describe: budgets.describe,
+    change: budgets.change,
+  });
+}
+
 /** The budget an ELBv2 call books its slot on here and now; none: the per-process limiter's. */
 export function budgetForCall(
   budgets: Elbv2Budgets,
@@ -68,7 +80,7 @@ export function addRateLimits(
   timer?: BudgetTimer,
 ): void {
   const limiter = new ProcessRateLimiter(timer);
-  if (budgets.registration !== undefined) attachRegistrationBudget(client, budgets.registration);
+  attachBudgets(client, budgets);
   markSendsCounted(client);
   client.middlewareStack.add(
     (next: FinalizeHandler<object, MetadataBearer>, context: HandlerExecutionContext) =>

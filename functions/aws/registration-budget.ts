@@ -283,6 +283,31 @@ export function attachRegistrationBudget(client: object, budget: RegistrationBud
   budgetsByClient.set(client, budget);
 }
 
+/** The budget of each lane an ELBv2 client's calls book on (addRateLimits attaches them). */
+const laneBudgetsByClient = new WeakMap<object, Partial<Record<BudgetLane, RegistrationBudget>>>();
+
+export function attachLaneBudgets(
+  client: object,
+  budgets: Partial<Record<BudgetLane, RegistrationBudget>>,
+): void {
+  laneBudgetsByClient.set(client, budgets);
+}
+
+/**
+ * Says how many calls of each lane the current pass is about to make through `client` and starts
+ * booking their slots at once, off the pass's critical path (`RegistrationBudget.prebook`).
+ */
+export function prebookBudgetCalls(
+  client: object,
+  calls: Readonly<Partial<Record<BudgetLane, number>>>,
+): void {
+  expectBudgetCalls(calls);
+  const budgets = laneBudgetsByClient.get(client);
+  for (const lane of budgetLanes) {
+    if ((calls[lane] ?? 0) > 0) budgets?.[lane]?.prebook(lane);
+  }
+}
+
 /**
  * Books the slots of the RegisterTargets and DeregisterTargets calls the current pass is about to
  * make through `client`, before it makes any other call (`RegistrationBudget.reserve`); says how
@@ -356,43 +381,62 @@ export class RegistrationBudget {
     const lane = budgetLaneOf(operation);
     const scope = registrationScope.getStore();
     const namespace = this.namespaceOf(scope);
-    const inFlight = scope?.booking.get(lane);
-    // Another call of the pass is booking this lane's slots: use one of them.
+    if (scope === undefined) {
+      // Outside a key's sync nothing can be kept: one slot, waited for or given up.
+      const [first] = await this.book(lane, 1, namespace, operation);
+      if (first! - this.timer.nowMs() <= slotWaitBoundMs) return this.waitFor(first!);
+      throw this.deferred(operation, first!, namespace);
+    }
+    // Another call of the pass (or its prebooking) is booking this lane's slots: use them.
+    const inFlight = scope.booking.get(lane);
     if (inFlight !== undefined) {
       await inFlight;
       return this.take(operation);
     }
-    const kept = useKeptSlot(scope?.kept ?? [], lane, this.timer.nowMs());
+    const kept = useKeptSlot(scope.kept, lane, this.timer.nowMs());
     if (kept.kind === 'use') return this.waitFor(kept.atMs);
     if (kept.kind === 'early') throw this.deferred(operation, kept.atMs, namespace);
-    // The pass's calls of this lane book their slots together, this call's first.
+    // The pass's calls of this lane book their slots together, this call's first; a slot too
+    // far off to wait for is kept for the key, which comes back for it.
+    await this.bookInto(scope, lane, operation);
+    return this.take(operation);
+  }
+
+  /**
+   * Starts booking the slots a pass's calls of `lane` will need (`expectBudgetCalls`) while it
+   * does something else (issue 37: the write off the critical path); its calls wait for the
+   * booking and use its slots. Nothing when the key keeps slots of the lane or a booking is on.
+   */
+  prebook(lane: BudgetLane): void {
+    const scope = registrationScope.getStore();
+    if (scope === undefined || scope.booking.has(lane)) return;
+    if (scope.kept.some((slot) => slot.lane === lane) || scope.expected[lane] === 0) return;
+    // Its error, if any, reaches the pass through the first call that waits for it.
+    this.bookInto(scope, lane, 'the sync').catch(() => undefined);
+  }
+
+  /** Books the lane's expected slots into the scope's kept slots (one write), as one booking. */
+  private bookInto(scope: RegistrationScope, lane: BudgetLane, operation: string): Promise<void> {
     const rule = slotRule(this.spec, lane);
     const spaced = rule.intervalMs > slotWaitBoundMs;
     const count = Math.min(
-      maxKeptSlots - (scope?.kept.length ?? 0),
+      maxKeptSlots - scope.kept.length,
       spaced ? this.spec.burst : maxKeptSlots,
-      Math.max(1, scope?.expected[lane] ?? 0),
+      Math.max(1, scope.expected[lane]),
     );
-    const booking = this.book(lane, Math.max(1, count), namespace, operation);
-    scope?.booking.set(lane, booking);
-    let first: number;
-    try {
-      const [head, ...rest] = await booking;
-      first = head!;
-      if (scope !== undefined) {
+    const booking = this.book(lane, Math.max(1, count), this.namespaceOf(scope), operation).then(
+      (slots) => {
         scope.expected[lane] = 0;
-        // Slots further apart than a call may wait (the change budget's 3/s) are used as a block
-        // from the first one's time: the pass's calls go one after another, not one per pass.
-        // The block is at most the budget's burst, which leaves as many of AWS's tokens spare.
-        for (const atMs of rest) scope.kept.push({ lane, atMs: spaced ? first : atMs });
-      }
-    } finally {
-      scope?.booking.delete(lane);
-    }
-    if (first - this.timer.nowMs() <= slotWaitBoundMs) return this.waitFor(first);
-    // Booked, too far off to wait for: the key keeps it and comes back for it.
-    scope?.kept.push({ lane, atMs: first });
-    throw this.deferred(operation, first, namespace);
+        // Slots further apart than a call may wait (the change budget's 3/s) are used as a
+        // block from the first one's time: the pass's calls go one after another, not one per
+        // pass. The block is at most the budget's burst, which leaves as many of AWS's tokens
+        // spare.
+        for (const atMs of slots) scope.kept.push({ lane, atMs: spaced ? slots[0]! : atMs });
+      },
+    );
+    const tracked = booking.finally(() => scope.booking.delete(lane));
+    scope.booking.set(lane, tracked);
+    return tracked;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { expectBudgetCalls } from '../aws/registration-budget';
+import { expectBudgetCalls, prebookBudgetCalls } from '../aws/registration-budget';
 import { DeleteSecurityGroupCommand } from '@aws-sdk/client-ec2';
 import {
   DeleteLoadBalancerCommand,
@@ -33,6 +33,12 @@ export async function ensureLoadBalancerDeleted(
 ): Promise<DeleteResult> {
   const nlbState = readNlbState(state);
   const now = ctx.now();
+  // The recorded resources' deletes book their slots while the inventory is taken.
+  prebookBudgetCalls(ctx.clients.elbv2, {
+    change:
+      (nlbState.loadBalancerArn === undefined ? 0 : 1) +
+      Object.keys(nlbState.targetGroups ?? {}).length,
+  });
   const found = await inventory(ctx, service, nlbState, now);
   if (found.loadBalancerArns.length > 0 && wantsDeletionProtection(service)) {
     await drainKeptTargets(ctx, found.targetGroupArns, nlbState);

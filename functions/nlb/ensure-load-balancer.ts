@@ -16,7 +16,8 @@ import { ipAddressTypeOf } from './model/dualstack';
 import { withNamingVersion } from './model/naming';
 import { planChanges, type Plan } from './model/plan';
 import type { DesiredLoadBalancer, DesiredTargetGroup, Observed, SubnetRef } from './model/types';
-import { observe } from './observe';
+import { expectedDescribes, observe } from './observe';
+import { prebookBudgetCalls } from '../aws/registration-budget';
 import {
   namingVersionOf,
   pruneCreated,
@@ -58,6 +59,14 @@ export async function ensureLoadBalancer(
   const nlbState = readNlbState(state);
   const now = ctx.now();
   pruneCreated(nlbState, now);
+  // The reads' slots on the Describe budget are booked while the inputs are resolved (EC2).
+  prebookBudgetCalls(ctx.clients.elbv2, {
+    describe: expectedDescribes({
+      state: nlbState,
+      readTargetGroupAttributes: false,
+      readLoadBalancerAttributes: false,
+    }),
+  });
   const inputs = await resolveInputs(ctx, service, nlbState);
   const desired = desiredModel(ctx, service, hosts, nlbState, inputs, hooks.endpointSlices);
   const observed = await observeFor(ctx, now, service, desired, nlbState, inputs.userGroups);

@@ -11,7 +11,7 @@ import {
   registerBatch,
   settleUncheckedTargetGroups,
 } from './execute-target-groups';
-import { expectBudgetCalls, expectRegistrationCalls } from '../aws/registration-budget';
+import { expectRegistrationCalls, prebookBudgetCalls } from '../aws/registration-budget';
 
 /**
  * Runs a plan, recording every ARN in state as it goes, with the time of each create. A failure
@@ -22,8 +22,9 @@ import { expectBudgetCalls, expectRegistrationCalls } from '../aws/registration-
  */
 export async function executePlan(request: ExecuteRequest): Promise<void> {
   const run = new PlanRun(request);
+  // The plan's slots are booked while its first steps (the security group's, on EC2) run.
   expectRegistrationCalls(registrationCalls(request.plan));
-  expectBudgetCalls({ change: changeCalls(request.plan) });
+  prebookBudgetCalls(request.clients.elbv2, { change: changeCalls(request.plan) });
   for (const batch of stepBatches(request.plan.steps)) {
     // A batch's steps at once; every one of them settled (and recorded) before the error.
     const settled = await Promise.allSettled(batch.map((step) => applyStep(run, step)));

@@ -256,7 +256,16 @@ async function observeListeners(request: ObserveRequest, arn: string): Promise<O
  * slots on the fleet's Describe budget in one write. A guess that is short books the rest as they
  * go; one that is long leaves a slot or two unused.
  */
-function expectedDescribes(request: ObserveRequest): number {
+export function expectedDescribes(
+  request: Pick<
+    ObserveRequest,
+    | 'state'
+    | 'readTargetGroupAttributes'
+    | 'readLoadBalancerAttributes'
+    | 'readListenerAttributesOf'
+    | 'readListenerCertificatesOf'
+  >,
+): number {
   const { state } = request;
   const groups = Object.keys(state.targetGroups ?? {}).length;
   // A create's lookup by name, and the tags of the target groups it then creates.

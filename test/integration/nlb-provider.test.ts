@@ -416,9 +416,10 @@ describe('NlbProvider against moto', () => {
     // Not retried in place (issue 37): the pass ends and comes back through the queue.
     expect(failure).toBeInstanceOf(RequeueAfterError);
     expect((failure as RequeueAfterError).seconds).toBe(throttledRequeueSeconds);
+    // Both listeners are created side by side (one batch): one was throttled, neither retried.
     expect(
       nlbWorld.cluster.recorder.attempts.filter((a) => a.operation === 'CreateListener'),
-    ).toHaveLength(1);
+    ).toHaveLength(2);
     const partial = providerStateOf(failure);
     expect(readNlbState(partial).loadBalancerArn).toMatch(/^arn:aws:elasticloadbalancing:/);
 
