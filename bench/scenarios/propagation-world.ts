@@ -277,7 +277,8 @@ export function ourWorld(
                         describeItem,
                         defaultDescribeBudget,
                         clock,
-                        perNamespace,
+                        // First come, first served, as createRuntime builds it.
+                        false,
                         'ELBv2 Describe budget',
                       ),
                       change: budgetOn(

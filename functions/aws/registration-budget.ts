@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 /**
- * One RegisterTargets/DeregisterTargets budget for every Lambda instance of the controller.
+ * One RegisterTargets/DeregisterTargets budget for every Lambda instance of the controller (and,
+ * the same class on items of their own, one for ELBv2's Describe* calls and one for its other
+ * changes: `defaultDescribeBudget`, `defaultChangeBudget`, issue 37).
  *
  * ELBv2 throttles registrations per account and Region with one token bucket (about 4 calls/s,
  * burst 20: "Request throttling for the ELB API", AWS docs). A limiter inside each process does not
@@ -52,6 +54,7 @@ import {
   namespaceLanes,
   budgetLaneOf,
   budgetLanes,
+  dropTurns,
   slotRule,
   secondsUntilSlot,
   slotWaitBoundMs,
@@ -228,12 +231,12 @@ export function withRegistrationScope<T>(key: string, run: (scope: RegistrationS
   return registrationScope.run(scope, () => run(scope));
 }
 
+type RegistrationLane = 'register' | 'deregister';
+
 /**
  * Says how many RegisterTargets and DeregisterTargets calls the current pass is about to make
  * (outside a key's sync: nothing to say). Calls it keeps slots for use them without booking again.
  */
-type RegistrationLane = 'register' | 'deregister';
-
 export function expectRegistrationCalls(calls: Readonly<Record<RegistrationLane, number>>): void {
   expectBudgetCalls(calls);
 }
@@ -248,7 +251,7 @@ export function expectBudgetCalls(calls: Readonly<Partial<Record<BudgetLane, num
   for (const lane of budgetLanes) {
     const count = calls[lane];
     if (count === undefined) continue;
-    const kept = scope.kept.filter((slot) => slot.lane === lane).length;
+    const kept = scope.kept.filter((slot) => slot.lane === lane && slot.turn !== true).length;
     scope.expected[lane] = Math.max(0, count - kept);
   }
 }
@@ -410,7 +413,9 @@ export class RegistrationBudget {
   prebook(lane: BudgetLane): void {
     const scope = registrationScope.getStore();
     if (scope === undefined || scope.booking.has(lane)) return;
-    if (scope.kept.some((slot) => slot.lane === lane) || scope.expected[lane] === 0) return;
+    if (scope.kept.some((slot) => slot.lane === lane && slot.turn !== true)) return;
+    if (scope.expected[lane] === 0) return;
+    dropTurns(scope.kept, lane);
     // Its error, if any, reaches the pass through the first call that waits for it.
     this.bookInto(scope, lane, 'the sync').catch(() => undefined);
   }
@@ -452,6 +457,8 @@ export class RegistrationBudget {
     const scope = registrationScope.getStore();
     if (scope === undefined) return;
     const namespace = this.namespaceOf(scope);
+    dropTurns(scope.kept, 'register');
+    dropTurns(scope.kept, 'deregister');
     const room = () => maxKeptSlots - scope.kept.length;
     const missing = (lane: RegistrationLane) =>
       Math.max(0, calls[lane] - scope.kept.filter((slot) => slot.lane === lane).length);
@@ -504,12 +511,15 @@ export class RegistrationBudget {
     operation: string,
   ): Promise<readonly number[]> {
     const rule = slotRule(this.spec, lane);
+    // Turns are waited for within the bound all told, not per turn: callers of one namespace in
+    // one instance can otherwise hand the turn back and forth for ever, each wait a short one.
+    const startedMs = this.timer.nowMs();
     for (;;) {
       const nowMs = this.timer.nowMs();
       // This instance's callers of the namespace that already wait their turn go first.
       const queued = namespace === undefined ? undefined : this.turns.get(namespace);
       if (namespace !== undefined && queued !== undefined && queued > nowMs) {
-        await this.waitTurn(namespace, queued + rule.intervalMs, operation);
+        await this.waitTurn(namespace, queued + rule.intervalMs, operation, startedMs, lane);
         continue;
       }
       const booking = await this.store.book(nowMs, rule, namespace, count);
@@ -522,7 +532,7 @@ export class RegistrationBudget {
       }
       if (booking.kind === 'behind') {
         // The namespace's turn: when its latest slot is within its share.
-        await this.waitTurn(namespace ?? '', nowMs + booking.inMs, operation);
+        await this.waitTurn(namespace ?? '', nowMs + booking.inMs, operation, startedMs, lane);
         continue;
       }
       return booking.slots ?? [booking.atMs];
@@ -544,13 +554,24 @@ export class RegistrationBudget {
   }
 
   /**
-   * Waits until `turnMs` when that is within `slotWaitBoundMs`, holding the namespace's turn;
-   * further off, ends requeue-after (nothing is booked, so nothing is kept).
+   * Waits until `turnMs` when that is within `slotWaitBoundMs` of when the booking began
+   * (`startedMs`), holding the namespace's turn; further off, ends requeue-after (nothing is
+   * booked, so nothing is kept).
    */
-  private async waitTurn(namespace: string, turnMs: number, operation: string): Promise<void> {
+  private async waitTurn(
+    namespace: string,
+    turnMs: number,
+    operation: string,
+    startedMs: number,
+    lane?: BudgetLane,
+  ): Promise<void> {
     const nowMs = this.timer.nowMs();
-    if (turnMs - nowMs > slotWaitBoundMs) {
+    if (turnMs - startedMs > slotWaitBoundMs) {
       const seconds = Math.max(1, Math.ceil((turnMs - nowMs) / 1000));
+      // The pass comes back for its turn: kept, so that nothing else holds it back on the way.
+      const scope = registrationScope.getStore();
+      if (scope !== undefined && lane !== undefined && scope.kept.length < maxKeptSlots)
+        scope.kept.push({ lane, atMs: turnMs, turn: true });
       throw new RequeueAfterError(
         `namespace ${namespace} holds its share of the ${this.name} (${this.spec.perSecond}/s); ${operation} waits ${seconds} s`,
         seconds,

@@ -362,6 +362,28 @@ export interface KeptSlot {
   readonly lane: BudgetLane;
   /** When the call may go (epoch ms). */
   readonly atMs: number;
+  /**
+   * Not a slot but the namespace's turn to book one: a pass held back by its namespace's share
+   * comes back for it, and its reads are not held back again on the way (`pacedByKeptSlots`).
+   */
+  readonly turn?: true;
+}
+
+/**
+ * Whether a pass comes back for slots (or a turn) of a lane that paces it: its Describe* calls,
+ * a few per change or registration, then go without slots of their own. Otherwise a pass that
+ * waited for its change slots could wait for its reads on the way back and find the change slots
+ * stale, and so on for ever (seen with 200 creates in 20 namespaces).
+ */
+export function pacedByKeptSlots(kept: readonly KeptSlot[]): boolean {
+  return kept.some((slot) => slot.lane !== 'describe');
+}
+
+/** Takes the lane's turn markers out of `kept`: the pass is back, and books now. */
+export function dropTurns(kept: KeptSlot[], lane: BudgetLane): void {
+  for (let i = kept.length - 1; i >= 0; i--) {
+    if (kept[i]!.lane === lane && kept[i]!.turn === true) kept.splice(i, 1);
+  }
 }
 
 /** What a call does with the key's kept slots: use one, come back for one, or book its own. */
@@ -376,6 +398,7 @@ export type KeptSlotUse =
  * dropped: the budget has moved on, and a fresh booking is fairer than a burst of stale ones.
  */
 export function useKeptSlot(kept: KeptSlot[], lane: BudgetLane, nowMs: number): KeptSlotUse {
+  dropTurns(kept, lane);
   for (let i = kept.length - 1; i >= 0; i--) {
     if (kept[i]!.lane === lane && kept[i]!.atMs < nowMs - keptSlotGraceMs) kept.splice(i, 1);
   }
@@ -420,9 +443,10 @@ export function parseKeptSlots(value: unknown): KeptSlot[] {
   const slots: KeptSlot[] = [];
   for (const entry of value as unknown[]) {
     if (typeof entry !== 'object' || entry === null) continue;
-    const { lane, atMs } = entry as { lane?: unknown; atMs?: unknown };
+    const { lane, atMs, turn } = entry as { lane?: unknown; atMs?: unknown; turn?: unknown };
     if (budgetLanes.includes(lane as BudgetLane) && typeof atMs === 'number') {
-      if (Number.isFinite(atMs)) slots.push({ lane: lane as BudgetLane, atMs });
+      if (Number.isFinite(atMs))
+        slots.push({ lane: lane as BudgetLane, atMs, ...(turn === true ? { turn } : {}) });
     }
   }
   return slots.slice(0, maxKeptSlots);

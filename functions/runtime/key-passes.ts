@@ -6,7 +6,7 @@ import type { Service } from '../core/objects';
 import type { KubernetesApi } from '../sync/ports';
 import type { EligibleHosts } from '../core/node-sync-plan';
 import { backoffSeconds } from '../core/backoff';
-import { dropDueSlots } from '../core/registration-slots';
+import { dropDueSlots, pacedByKeptSlots } from '../core/registration-slots';
 import type { SyncOutcome } from '../sync/outcome';
 import { syncHosts } from '../sync/sync-hosts';
 import { syncService } from '../sync/sync-service';
@@ -120,6 +120,8 @@ async function runPasses(
     const lease = acquired.lease;
     held = lease;
     budget.kept.push(...lease.keptSlots);
+    // Back for change or registration slots (or a turn for them): its reads ride on those.
+    if (pacedByKeptSlots(budget.kept)) budget.paced.add('describe');
     if ((mode === 'hosts' || mode === 'targets') && lease.pendingChange) {
       // A change the dead holder was asked to run and never did: a host update (or a targets
       // sync) skips the spec.

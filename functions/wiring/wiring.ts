@@ -227,7 +227,7 @@ export function createRuntime(
  * changes), each unless it is switched off (perSecond 0: the per-process limiter alone).
  */
 function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient): Elbv2Budgets {
-  const budget = (spec: RegistrationBudgetSpec, pk: string, name: string) =>
+  const budget = (spec: RegistrationBudgetSpec, pk: string, name: string, perNamespace = true) =>
     spec.perSecond <= 0
       ? undefined
       : // Wall-clock time, not the runtime's clock: AWS's bucket refills in real time.
@@ -235,7 +235,7 @@ function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient):
           new TatBudgetStore(new DynamoTatItem(doc, config.tableName, pk)),
           spec,
           systemTimer,
-          { deliveryMs: workQueueBatchingWindowSeconds * 1000, name },
+          { deliveryMs: workQueueBatchingWindowSeconds * 1000, name, perNamespace },
         );
   return {
     registration: budget(
@@ -243,10 +243,13 @@ function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient):
       registrationBudgetPk,
       'ELBv2 registration budget',
     ),
+    // First come, first served: a pass's reads are few and soon done, and a share on them
+    // as well as on its changes held passes back twice over.
     describe: budget(
       config.describeBudget ?? defaultDescribeBudget,
       describeBudgetPk,
       'ELBv2 Describe budget',
+      false,
     ),
     change: budget(
       config.changeBudget ?? defaultChangeBudget,

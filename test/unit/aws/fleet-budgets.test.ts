@@ -16,6 +16,7 @@ import {
   budgetLaneOf,
   dropDueSlots,
   inTurnsByNamespace,
+  pacedByKeptSlots,
   pacedDelaySeconds,
   parseKeptSlots,
   slotRule,
@@ -239,5 +240,45 @@ describe("node sync's host updates, paced at the registration budget's rate", ()
       'c/2',
       'a/3',
     ]);
+  });
+});
+
+describe('a pass that comes back for its turn or its slots (200 creates in 20 namespaces)', () => {
+  it('a namespace held back keeps its turn; back for it, the pass books at once and its reads need no slots', async () => {
+    const now = { ms: 0 };
+    const { budget, item } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
+    const rule = slotRule(defaultChangeBudget, 'change');
+    // Namespace hog holds 10 s of slots ahead: its next booking waits its turn.
+    for (const name of ['a', 'b', 'd']) {
+      await withRegistrationScope(`hog/${name}`, async () => {
+        expectBudgetCalls({ change: 10 });
+        await budget.take('CreateTargetGroup').catch(() => undefined);
+      });
+    }
+    let kept: KeptSlot[] = [];
+    const error = await withRegistrationScope('hog/c', (scope) => {
+      kept = scope.kept;
+      expectBudgetCalls({ change: 5 });
+      return budget.take('CreateTargetGroup');
+    }).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/holds its share/);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]).toMatchObject({ lane: 'change', turn: true });
+    // Stored with the lease and read back, the turn paces the pass's reads.
+    const stored = parseKeptSlots(JSON.parse(JSON.stringify(kept)));
+    expect(stored).toEqual(kept);
+    expect(pacedByKeptSlots(stored)).toBe(true);
+    expect(pacedByKeptSlots([{ lane: 'describe', atMs: 1 }])).toBe(false);
+    // Back at its turn: the marker goes, a booking is made (a turn is not a slot).
+    now.ms = kept[0]!.atMs;
+    const writes = item.writes;
+    await withRegistrationScope('hog/c', async (scope) => {
+      scope.kept.push(...stored);
+      expectBudgetCalls({ change: 5 });
+      await budget.take('CreateTargetGroup').catch(() => undefined);
+      expect(scope.kept.some((slot) => slot.turn === true)).toBe(false);
+    });
+    expect(item.writes).toBeGreaterThan(writes);
+    expect(rule.intervalMs).toBeGreaterThan(slotWaitBoundMs);
   });
 });

@@ -365,7 +365,8 @@ describe('RegistrationBudget', () => {
     const h = await takeFor('hog/web', budget);
     expect((h.error as RequeueAfterError).seconds).toBe(2);
     expect((h.error as RequeueAfterError).message).toMatch(/holds its share/);
-    expect(h.kept).toEqual([]);
+    // No slot kept, only the turn it comes back for (its reads are not held back on the way).
+    expect(h.kept).toEqual([{ lane: 'register', atMs: 2_000, turn: true }]);
     expect(item.writes).toBe(writes + 2);
     expect(item.values[namespaceTicketAttribute('hog')]).toBe(2_000 + register.intervalMs);
     // The hog's next caller queues behind it: its turn one call later.
