@@ -159,9 +159,10 @@ describe('resources AWS does not show yet (eventual consistency, against moto)',
 
   it('new target groups, load balancer and listeners answered "not found" are retried, kept and never made twice', async () => {
     const model = faults()
+      // Three: the two listeners are created side by side, and the NLB must still be unseen after.
       .eventualConsistency({
         after: ['CreateTargetGroup', 'CreateLoadBalancer', 'CreateListener'],
-        calls: 2,
+        calls: 3,
       })
       .answerRepeatedCreatesAsAws();
     const passes = await ensureUntilDone();
@@ -244,7 +245,8 @@ describe('resources AWS does not show yet (eventual consistency, against moto)',
 
   it('a delete right after a full create whose NLB AWS does not show yet keeps it until it is deleted', async () => {
     const model = faults()
-      .eventualConsistency({ after: ['CreateLoadBalancer'], calls: 3 })
+      // Four, as the create's two listeners are made side by side: the delete must not see it yet.
+      .eventualConsistency({ after: ['CreateLoadBalancer'], calls: 4 })
       .answerRepeatedCreatesAsAws();
     const created = await nlbWorld.provider
       .ensureLoadBalancer(service(), nlbWorld.cluster.hosts, undefined)
