@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { memoryBudget, MemoryTatItem } from '../../support/memory-budget';
 import { budgetForCall, type Elbv2Budgets } from '../../../functions/aws/clients';
 import {
   defaultChangeBudget,
@@ -8,11 +9,9 @@ import {
   RegistrationBudget,
   TatBudgetStore,
   withRegistrationScope,
-  type TatItem,
 } from '../../../functions/aws/registration-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
-  applyBudgetWrite,
   budgetLaneOf,
   dropDueSlots,
   inTurnsByNamespace,
@@ -21,10 +20,8 @@ import {
   parseKeptSlots,
   slotRule,
   slotWaitBoundMs,
-  type BudgetWrite,
   type KeptSlot,
   type RegistrationBudgetSpec,
-  type TatUpdate,
 } from '../../../functions/core/registration-slots';
 
 /**
@@ -33,34 +30,8 @@ import {
  * lane in one write and, when they are too far off, keeps them and comes back.
  */
 
-class MemoryTatItem implements TatItem {
-  values: Record<string, number | undefined> = {};
-  writes = 0;
-  write(write: BudgetWrite): Promise<TatUpdate> {
-    this.writes++;
-    const applied = applyBudgetWrite(this.values, write);
-    this.values = { ...applied.item };
-    return Promise.resolve(applied.update);
-  }
-}
-
 function budgetOf(spec: RegistrationBudgetSpec, now: { ms: number }, name: string) {
-  const item = new MemoryTatItem();
-  const waits: number[] = [];
-  const budget = new RegistrationBudget(
-    new TatBudgetStore(item),
-    spec,
-    {
-      nowMs: () => now.ms,
-      sleep: (ms) => {
-        waits.push(ms);
-        now.ms += ms;
-        return Promise.resolve();
-      },
-    },
-    { deliveryMs: 1_000, name },
-  );
-  return { budget, item, waits };
+  return memoryBudget(spec, now, { name });
 }
 
 describe('which budget an ELBv2 call books on', () => {

@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { memoryBudget, MemoryTatItem } from '../../support/memory-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
   RegistrationBudget,
   withRegistrationScope,
   TatBudgetStore,
-  type TatItem,
 } from '../../../functions/aws/registration-budget';
 import {
-  applyBudgetWrite,
   bookedSlotTimes,
   bookSlot,
   namespaceTicketAttribute,
@@ -20,31 +19,11 @@ import {
   type KeptSlot,
   namespaceLanes,
   slotRule,
-  type BudgetWrite,
-  type TatUpdate,
 } from '../../../functions/core/registration-slots';
 
 const spec = { perSecond: 4, burst: 10 };
 const register = slotRule(spec, 'register');
 const deregister = slotRule(spec, 'deregister');
-
-/** The item's conditional writes as DynamoDB applies them (atomically, one at a time). */
-class MemoryTatItem implements TatItem {
-  values: Record<string, number | undefined> = {};
-  writes = 0;
-  get tat(): number | undefined {
-    return this.values.tat;
-  }
-  set tat(tat: number | undefined) {
-    this.values = { ...this.values, tat };
-  }
-  write(write: BudgetWrite): Promise<TatUpdate> {
-    this.writes++;
-    const applied = applyBudgetWrite(this.values, write);
-    this.values = { ...applied.item };
-    return Promise.resolve(applied.update);
-  }
-}
 
 /** Books `count` slots at `nowMs`, as one caller after another; returns the slot times. */
 function slots(count: number, nowMs: number, rule = register, start?: number): number[] {
@@ -161,22 +140,7 @@ describe('TatBudgetStore (the conditional updates)', () => {
 
 describe('RegistrationBudget', () => {
   function budgetAt(now: { ms: number }, item = new MemoryTatItem(), perNamespace = true) {
-    const waits: number[] = [];
-    const budget = new RegistrationBudget(
-      new TatBudgetStore(item),
-      spec,
-      {
-        nowMs: () => now.ms,
-        sleep: (ms) => {
-          waits.push(ms);
-          now.ms += ms;
-          return Promise.resolve();
-        },
-      },
-      // The work queue's batching window, as createRuntime gives it.
-      { perNamespace, deliveryMs: 1_000 },
-    );
-    return { budget, waits, item };
+    return memoryBudget(spec, now, { item, perNamespace });
   }
 
   /** Runs `take` in a key's scope; returns the scope (its kept slots) and the error, if any. */
