@@ -273,14 +273,19 @@ export function ourWorld(
                 registration: budgetOn(budgetItem, budget, clock, perNamespace),
                 ...(fleet
                   ? {
-                      describe: budgetOn(
-                        describeItem,
-                        defaultDescribeBudget,
-                        clock,
-                        // First come, first served, as createRuntime builds it.
-                        false,
-                        'ELBv2 Describe budget',
-                      ),
+                      // As createRuntime builds it: off unless its rate is set.
+                      ...(defaultDescribeBudget.perSecond > 0
+                        ? {
+                            describe: budgetOn(
+                              describeItem,
+                              defaultDescribeBudget,
+                              clock,
+                              // First come, first served, as createRuntime builds it.
+                              false,
+                              'ELBv2 Describe budget',
+                            ),
+                          }
+                        : {}),
                       change: budgetOn(
                         changeItem,
                         defaultChangeBudget,

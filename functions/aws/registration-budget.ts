@@ -75,10 +75,12 @@ import {
 export const defaultRegistrationBudget: RegistrationBudgetSpec = { perSecond: 4, burst: 10 };
 
 /**
- * ELBv2's Describe* bucket refills at 10/s (burst 40, "Request throttling for the ELB API"); half
- * its burst leaves room for the calls of other tools and of our own sweep and node sync.
+ * ELBv2's Describe* bucket refills at 10/s (burst 40, "Request throttling for the ELB API"). Off
+ * by default (perSecond 0: each process's own limit): against moto, 50 updates' passes kept
+ * coming back for their reads' slots without finishing, a livelock not understood yet (issue 37
+ * notes). `describeBudget: {perSecond: 10, burst: 20}` turns it on.
  */
-export const defaultDescribeBudget: RegistrationBudgetSpec = { perSecond: 10, burst: 20 };
+export const defaultDescribeBudget: RegistrationBudgetSpec = { perSecond: 0, burst: 20 };
 
 /**
  * The bucket of ELBv2's other actions (Create*, Modify*, Delete*, tags): 3/s, burst 20, as the

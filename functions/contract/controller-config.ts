@@ -126,8 +126,8 @@ export const controllerConfigSchema = z.strictObject({
     }),
   ),
   /**
-   * The same for ELBv2 Describe* calls within a Service's sync; absent: 10/s, burst 20. AWS's
-   * bucket: 10/s, burst 40.
+   * The same for ELBv2 Describe* calls within a Service's sync; absent: off (each process's own
+   * limit; see `defaultDescribeBudget`). AWS's bucket: 10/s, burst 40.
    */
   describeBudget: z.optional(
     z.strictObject({

@@ -3,7 +3,6 @@ import { memoryBudget, MemoryTatItem } from '../../support/memory-budget';
 import { budgetForCall, type Elbv2Budgets } from '../../../functions/aws/clients';
 import {
   defaultChangeBudget,
-  defaultDescribeBudget,
   expectBudgetCalls,
   pacedByRegistrations,
   RegistrationBudget,
@@ -34,11 +33,14 @@ function budgetOf(spec: RegistrationBudgetSpec, now: { ms: number }, name: strin
   return memoryBudget(spec, now, { name });
 }
 
+/** The Describe budget as `describeBudget` turns it on (it is off by default). */
+const describeSpec = { perSecond: 10, burst: 20 };
+
 describe('which budget an ELBv2 call books on', () => {
   const now = { ms: 0 };
   const budgets: Elbv2Budgets = {
     registration: budgetOf({ perSecond: 4, burst: 10 }, now, 'registration').budget,
-    describe: budgetOf(defaultDescribeBudget, now, 'describe').budget,
+    describe: budgetOf(describeSpec, now, 'describe').budget,
     change: budgetOf(defaultChangeBudget, now, 'change').budget,
   };
 
@@ -76,7 +78,7 @@ describe('which budget an ELBv2 call books on', () => {
 describe('the Describe and change budgets', () => {
   it("a pass's expected calls of a lane book with one write, side-by-side calls included", async () => {
     const now = { ms: 0 };
-    const { budget, item, waits } = budgetOf(defaultDescribeBudget, now, 'ELBv2 Describe budget');
+    const { budget, item, waits } = budgetOf(describeSpec, now, 'ELBv2 Describe budget');
     await withRegistrationScope('team-a/web', async () => {
       expectBudgetCalls({ describe: 6 });
       // Observe reads some groups at once: they wait for the one booking and share its slots.
@@ -147,7 +149,7 @@ describe('the Describe and change budgets', () => {
   });
 
   it('never sleeps past the bound, whatever the load: three instances on each budget', async () => {
-    for (const spec of [defaultDescribeBudget, defaultChangeBudget]) {
+    for (const spec of [describeSpec, defaultChangeBudget]) {
       const now = { ms: 0 };
       const item = new MemoryTatItem();
       const waits: number[] = [];
@@ -165,7 +167,7 @@ describe('the Describe and change budgets', () => {
       );
       let deferred = 0;
       for (let i = 0; i < 60; i++) {
-        const op = spec === defaultDescribeBudget ? 'DescribeTags' : 'ModifyTargetGroup';
+        const op = spec === describeSpec ? 'DescribeTags' : 'ModifyTargetGroup';
         await withRegistrationScope(`team-${i % 4}/svc-${i}`, () => {
           expectBudgetCalls({ describe: 3, change: 3 });
           return instances[i % 3]!.take(op);
