@@ -286,13 +286,17 @@ export function ourWorld(
                             ),
                           }
                         : {}),
-                      change: budgetOn(
-                        changeItem,
-                        defaultChangeBudget,
-                        clock,
-                        perNamespace,
-                        'ELBv2 change budget',
-                      ),
+                      ...(defaultChangeBudget.perSecond > 0
+                        ? {
+                            change: budgetOn(
+                              changeItem,
+                              defaultChangeBudget,
+                              clock,
+                              perNamespace,
+                              'ELBv2 change budget',
+                            ),
+                          }
+                        : {}),
                     }
                   : {}),
               },

@@ -137,7 +137,7 @@ export const controllerConfigSchema = z.strictObject({
   ),
   /**
    * The same for every other ELBv2 call within a Service's sync (Create*, Modify*, Delete*, Set*,
-   * tags); absent: 3/s, burst 10. AWS's bucket: 3/s, burst 20.
+   * tags); absent: off (see `defaultChangeBudget`). AWS's bucket: 3/s, burst 20.
    */
   changeBudget: z.optional(
     z.strictObject({

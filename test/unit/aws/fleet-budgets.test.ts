@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { memoryBudget, MemoryTatItem } from '../../support/memory-budget';
 import { budgetForCall, type Elbv2Budgets } from '../../../functions/aws/clients';
 import {
-  defaultChangeBudget,
   expectBudgetCalls,
   pacedByRegistrations,
   RegistrationBudget,
@@ -33,15 +32,16 @@ function budgetOf(spec: RegistrationBudgetSpec, now: { ms: number }, name: strin
   return memoryBudget(spec, now, { name });
 }
 
-/** The Describe budget as `describeBudget` turns it on (it is off by default). */
+/** The Describe and change budgets as `describeBudget` and `changeBudget` turn them on (both are off by default). */
 const describeSpec = { perSecond: 10, burst: 20 };
+const changeSpec = { perSecond: 3, burst: 10 };
 
 describe('which budget an ELBv2 call books on', () => {
   const now = { ms: 0 };
   const budgets: Elbv2Budgets = {
     registration: budgetOf({ perSecond: 4, burst: 10 }, now, 'registration').budget,
     describe: budgetOf(describeSpec, now, 'describe').budget,
-    change: budgetOf(defaultChangeBudget, now, 'change').budget,
+    change: budgetOf(changeSpec, now, 'change').budget,
   };
 
   it('puts every operation in its lane', () => {
@@ -98,8 +98,8 @@ describe('the Describe and change budgets', () => {
 
   it('change slots too far off are booked as one block, kept for the key, and the pass ends before any change', async () => {
     const now = { ms: 0 };
-    const { budget, item, waits } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
-    const rule = slotRule(defaultChangeBudget, 'change');
+    const { budget, item, waits } = budgetOf(changeSpec, now, 'ELBv2 change budget');
+    const rule = slotRule(changeSpec, 'change');
     // Other instances booked the budget 4 s ahead.
     item.values = { tat: rule.toleranceMs + 4_000 };
     let kept: KeptSlot[] = [];
@@ -139,17 +139,17 @@ describe('the Describe and change budgets', () => {
 
   it("a block is at most the budget's burst: AWS's bucket keeps as many tokens spare", async () => {
     const now = { ms: 0 };
-    const { budget, item } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
+    const { budget, item } = budgetOf(changeSpec, now, 'ELBv2 change budget');
     await withRegistrationScope('team-a/web', async (scope) => {
       expectBudgetCalls({ change: 20 });
       await budget.take('CreateListener');
-      expect(scope.kept).toHaveLength(defaultChangeBudget.burst - 1);
+      expect(scope.kept).toHaveLength(changeSpec.burst - 1);
     });
     expect(item.writes).toBe(1);
   });
 
   it('never sleeps past the bound, whatever the load: three instances on each budget', async () => {
-    for (const spec of [describeSpec, defaultChangeBudget]) {
+    for (const spec of [describeSpec, changeSpec]) {
       const now = { ms: 0 };
       const item = new MemoryTatItem();
       const waits: number[] = [];
@@ -219,8 +219,8 @@ describe("node sync's host updates, paced at the registration budget's rate", ()
 describe('a pass that comes back for its turn or its slots (200 creates in 20 namespaces)', () => {
   it('a namespace held back keeps its turn; back for it, the pass books at once and its reads need no slots', async () => {
     const now = { ms: 0 };
-    const { budget, item } = budgetOf(defaultChangeBudget, now, 'ELBv2 change budget');
-    const rule = slotRule(defaultChangeBudget, 'change');
+    const { budget, item } = budgetOf(changeSpec, now, 'ELBv2 change budget');
+    const rule = slotRule(changeSpec, 'change');
     // Namespace hog holds 10 s of slots ahead: its next booking waits its turn.
     for (const name of ['a', 'b', 'd']) {
       await withRegistrationScope(`hog/${name}`, async () => {
