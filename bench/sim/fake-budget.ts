@@ -4,7 +4,6 @@
  * one state-table latency, counted as the writes (1 WRU each) they would be. The controller's own
  * TatBudgetStore and RegistrationBudget run on top of it unchanged.
  */
-import { workQueueBatchingWindowSeconds } from '../../functions/contract/queue-limits';
 import {
   RegistrationBudget,
   registrationScope,
@@ -78,6 +77,6 @@ export function budgetOn(
       },
     },
     // As createRuntime builds it: the work queue's batching window before a kept slot.
-    { perNamespace, deliveryMs: workQueueBatchingWindowSeconds * 1000, name },
+    { perNamespace, name },
   );
 }

@@ -7,6 +7,7 @@
  * still consumes its units). Sizes come from the items the calls carry and
  * return; an UpdateItem that returns nothing is sized from the last size seen for its key.
  */
+import { RequeueAfterError } from '../../functions/core/errors';
 import type {
   HandlerExecutionContext,
   InitializeHandler,
@@ -77,36 +78,52 @@ export class AwsMeter {
           const started = performance.now();
           let output: unknown;
           let ok = false;
+          let refused = false;
           try {
             const result = await next(args);
             output = result.output;
             ok = true;
             return result;
+          } catch (error) {
+            // Our own limits (a budget's slot kept for later, the per-process limiter) answer
+            // before the request is sent: no AWS call to count or to price.
+            refused = error instanceof RequeueAfterError;
+            throw error;
           } finally {
-            const units =
-              service === 'DynamoDB' || service === 'DynamoDBDocument'
-                ? this.capacity(operation, input, output as Record<string, unknown> | undefined, ok)
-                : { rru: 0, wru: 0 };
-            this.calls.push({
-              service,
-              operation,
-              at: started,
-              ms: performance.now() - started,
-              ok,
-              ...units,
-              input,
-              ...(operation === 'ReceiveMessage'
-                ? {
-                    messages:
-                      (output as { Messages?: unknown[] } | undefined)?.Messages?.length ?? 0,
-                  }
-                : {}),
-            });
+            if (!refused) this.record(service, operation, input, output, ok, started);
           }
         },
       { step: 'initialize', priority: 'high', name: 'benchAwsMeter' },
     );
     return client;
+  }
+
+  private record(
+    service: string,
+    operation: string,
+    input: Record<string, unknown>,
+    output: unknown,
+    ok: boolean,
+    started: number,
+  ): void {
+    const units =
+      service === 'DynamoDB' || service === 'DynamoDBDocument'
+        ? this.capacity(operation, input, output as Record<string, unknown> | undefined, ok)
+        : { rru: 0, wru: 0 };
+    this.calls.push({
+      service,
+      operation,
+      at: started,
+      ms: performance.now() - started,
+      ok,
+      ...units,
+      input,
+      ...(operation === 'ReceiveMessage'
+        ? {
+            messages: (output as { Messages?: unknown[] } | undefined)?.Messages?.length ?? 0,
+          }
+        : {}),
+    });
   }
 
   /** The last known sizes (bytes) of the items whose partition key starts with `prefix`. */

@@ -47,6 +47,7 @@ import {
   type BudgetItemAttributes,
   bookedSlotTimes,
   bookFairSlot,
+  blockTimes,
   budgetWrite,
   itemValues,
   laneHorizonSeconds,
@@ -75,20 +76,19 @@ import {
 export const defaultRegistrationBudget: RegistrationBudgetSpec = { perSecond: 4, burst: 10 };
 
 /**
- * ELBv2's Describe* bucket refills at 10/s (burst 40, "Request throttling for the ELB API"). Off
- * by default (perSecond 0: each process's own limit): against moto, 50 updates' passes kept
- * coming back for their reads' slots without finishing, a livelock not understood yet (issue 37
- * notes). `describeBudget: {perSecond: 10, burst: 20}` turns it on.
+ * ELBv2's Describe* bucket refills at 10/s (burst 40, "Request throttling for the ELB API"); the
+ * budget's burst of 20 leaves the other 20 for other tools and for blocks used early (`blockTimes`).
+ * First come, first served (createRuntime): reads are a few per pass. perSecond 0 turns it off
+ * (each process's own limit).
  */
-export const defaultDescribeBudget: RegistrationBudgetSpec = { perSecond: 0, burst: 20 };
+export const defaultDescribeBudget: RegistrationBudgetSpec = { perSecond: 10, burst: 20 };
 
 /**
  * The bucket of ELBv2's other actions (Create*, Modify*, Delete*, tags): 3/s, burst 20, as the
- * AWS Load Balancer Controller reads AWS's table (its PR #4641). Off by default, like the Describe
- * budget: with it on, 50 deletes against moto did not finish (issue 37 notes).
- * `changeBudget: {perSecond: 3, burst: 10}` turns it on.
+ * AWS Load Balancer Controller reads AWS's table (its PR #4641). A burst of 10 leaves half the
+ * bucket, as for registrations. perSecond 0 turns it off.
  */
-export const defaultChangeBudget: RegistrationBudgetSpec = { perSecond: 0, burst: 10 };
+export const defaultChangeBudget: RegistrationBudgetSpec = { perSecond: 3, burst: 10 };
 
 /** Books slots for the budget (the state table in AWS; virtual time in the benchmark). */
 export interface BudgetStore {
@@ -212,6 +212,16 @@ export interface RegistrationScope {
    * passes have sent: a pass that sent none and must come back changed nothing (`noteSent`).
    */
   sent: number;
+  /**
+   * Slots of each lane the current pass has used (`beginPass` starts the count): a pass sent back
+   * for a Describe slot repeats its reads, so it comes back with slots for all of them.
+   */
+  readonly used: Record<BudgetLane, number>;
+  /**
+   * When the current pass began (epoch ms): a kept slot still fresh then serves the whole pass,
+   * however long its first reads take before the call that uses it (`useKeptSlot`).
+   */
+  passStartedMs?: number;
 }
 
 export const registrationScope = new AsyncLocalStorage<RegistrationScope>();
@@ -231,8 +241,15 @@ export function withRegistrationScope<T>(key: string, run: (scope: RegistrationS
     booking: new Map(),
     paced: new Set(),
     sent: 0,
+    used: { register: 0, deregister: 0, describe: 0, change: 0 },
   };
   return registrationScope.run(scope, () => run(scope));
+}
+
+/** A key's next pass begins at `nowMs`: it has used none of its slots yet. */
+export function beginPass(scope: RegistrationScope, nowMs: number): void {
+  for (const lane of budgetLanes) scope.used[lane] = 0;
+  scope.passStartedMs = nowMs;
 }
 
 type RegistrationLane = 'register' | 'deregister';
@@ -345,11 +362,6 @@ export async function pacedByRegistrations<T>(run: () => Promise<T>): Promise<T>
 
 export interface RegistrationBudgetOptions {
   /**
-   * How long after a message is visible again its consumer takes it (the work queue's batching
-   * window): a key that comes back for a kept slot asks to be visible that much earlier.
-   */
-  readonly deliveryMs?: number;
-  /**
    * Share the slots fairly between namespaces (the default); false: first come, first served, as
    * before issue 32 (the benchmark's comparison).
    */
@@ -400,9 +412,15 @@ export class RegistrationBudget {
       await inFlight;
       return this.take(operation);
     }
-    const kept = useKeptSlot(scope.kept, lane, this.timer.nowMs());
-    if (kept.kind === 'use') return this.waitFor(kept.atMs);
-    if (kept.kind === 'early') throw this.deferred(operation, kept.atMs, namespace);
+    const kept = useKeptSlot(scope.kept, lane, this.timer.nowMs(), scope.passStartedMs);
+    if (kept.kind === 'use') {
+      scope.used[lane]++;
+      return this.waitFor(kept.atMs);
+    }
+    if (kept.kind === 'early') {
+      const comeBackAt = lane === 'describe' ? await this.coverReads(scope) : kept.atMs;
+      throw this.deferred(operation, comeBackAt, namespace);
+    }
     // The pass's calls of this lane book their slots together, this call's first; a slot too
     // far off to wait for is kept for the key, which comes back for it.
     await this.bookInto(scope, lane, operation);
@@ -426,21 +444,18 @@ export class RegistrationBudget {
 
   /** Books the lane's expected slots into the scope's kept slots (one write), as one booking. */
   private bookInto(scope: RegistrationScope, lane: BudgetLane, operation: string): Promise<void> {
-    const rule = slotRule(this.spec, lane);
-    const spaced = rule.intervalMs > slotWaitBoundMs;
     const count = Math.min(
       maxKeptSlots - scope.kept.length,
-      spaced ? this.spec.burst : maxKeptSlots,
+      this.spec.burst,
       Math.max(1, scope.expected[lane]),
     );
     const booking = this.book(lane, Math.max(1, count), this.namespaceOf(scope), operation).then(
       (slots) => {
         scope.expected[lane] = 0;
-        // Slots further apart than a call may wait (the change budget's 3/s) are used as a
-        // block from the first one's time: the pass's calls go one after another, not one per
-        // pass. The block is at most the budget's burst, which leaves as many of AWS's tokens
-        // spare.
-        for (const atMs of slots) scope.kept.push({ lane, atMs: spaced ? slots[0]! : atMs });
+        // One block, used from its first slot's time (`blockTimes`): the pass's calls go side by
+        // side or one after another, and none is sent back for a slot a few intervals on.
+        for (const atMs of blockTimes(slots, this.spec.burst, 'first'))
+          scope.kept.push({ lane, atMs });
       },
     );
     const tracked = booking.finally(() => scope.booking.delete(lane));
@@ -480,7 +495,7 @@ export class RegistrationBudget {
         // The removals alone, on their own horizon; the additions book when their turn comes.
         slots = await this.book('deregister', deregister, namespace, 'DeregisterTargets');
       }
-      slots.forEach((atMs, i) =>
+      blockTimes(slots, this.spec.burst, 'first').forEach((atMs, i) =>
         scope.kept.push({ lane: i < deregister ? 'deregister' : 'register', atMs }),
       );
     }
@@ -493,6 +508,32 @@ export class RegistrationBudget {
     if (first - this.timer.nowMs() > slotWaitBoundMs) {
       throw this.deferred('the sync', first, namespace);
     }
+  }
+
+  /**
+   * A pass sent back for a Describe slot repeats every read it made: before it goes, it books
+   * slots for those too (one write), and its kept Describe slots become one block, so the pass
+   * that comes back has them all at once. Otherwise each return would use its few slots, book the
+   * rest behind everyone else's and go back again, for ever (seen against moto with 50 updates).
+   * Returns when the block is due.
+   */
+  private async coverReads(scope: RegistrationScope): Promise<number> {
+    const missing = Math.min(scope.used.describe, maxKeptSlots - scope.kept.length);
+    if (missing > 0) {
+      const slots = await this.book('describe', missing, this.namespaceOf(scope), 'the sync');
+      for (const atMs of slots) scope.kept.push({ lane: 'describe', atMs });
+    }
+    const reads = scope.kept.filter((slot) => slot.lane === 'describe' && slot.turn !== true);
+    const times = blockTimes(
+      reads.map((slot) => slot.atMs),
+      this.spec.burst,
+      'last',
+    );
+    for (let i = scope.kept.length - 1; i >= 0; i--) {
+      if (reads.includes(scope.kept[i]!)) scope.kept.splice(i, 1);
+    }
+    for (const atMs of times) scope.kept.push({ lane: 'describe', atMs });
+    return Math.min(...times);
   }
 
   private get name(): string {
@@ -550,7 +591,7 @@ export class RegistrationBudget {
 
   private deferred(operation: string, atMs: number, namespace: string | undefined) {
     const inMs = atMs - this.timer.nowMs();
-    const seconds = secondsUntilSlot(atMs, this.timer.nowMs(), this.options.deliveryMs ?? 0);
+    const seconds = secondsUntilSlot(atMs, this.timer.nowMs());
     return new RequeueAfterError(
       `${operation} has a slot on the ${this.name} (${this.spec.perSecond}/s${namespace === undefined ? '' : `, namespace ${namespace}`}) in ${(inMs / 1000).toFixed(2)} s, kept for this Service; the sync comes back for it in ${seconds} s`,
       seconds,

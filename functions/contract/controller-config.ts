@@ -126,8 +126,9 @@ export const controllerConfigSchema = z.strictObject({
     }),
   ),
   /**
-   * The same for ELBv2 Describe* calls within a Service's sync; absent: off (each process's own
-   * limit; see `defaultDescribeBudget`). AWS's bucket: 10/s, burst 40.
+   * The same for ELBv2 Describe* calls within a Service's sync; absent: 10/s, burst 20
+   * (`defaultDescribeBudget`); perSecond 0: off (each process's own limit). AWS's bucket: 10/s,
+   * burst 40.
    */
   describeBudget: z.optional(
     z.strictObject({
@@ -137,7 +138,8 @@ export const controllerConfigSchema = z.strictObject({
   ),
   /**
    * The same for every other ELBv2 call within a Service's sync (Create*, Modify*, Delete*, Set*,
-   * tags); absent: off (see `defaultChangeBudget`). AWS's bucket: 3/s, burst 20.
+   * tags); absent: 3/s, burst 10 (`defaultChangeBudget`); perSecond 0: off. AWS's bucket: 3/s,
+   * burst 20.
    */
   changeBudget: z.optional(
     z.strictObject({

@@ -1,4 +1,8 @@
-import { withRegistrationScope, type RegistrationScope } from '../aws/registration-budget';
+import {
+  beginPass,
+  withRegistrationScope,
+  type RegistrationScope,
+} from '../aws/registration-budget';
 import type { WorkMessage } from '../contract/work-messages';
 import { errorMessage, failureClassOf } from '../core/errors';
 import { parseServiceKey, type ServiceKey } from '../core/keys';
@@ -146,6 +150,7 @@ async function runPasses(
     );
     const retryAt = () => ctx.syncDeps.clock.now().getTime() + retryDelay * 1000;
     for (let passNumber = 1; passNumber <= maxPassesPerReceive; passNumber++) {
+      beginPass(budget, ctx.syncDeps.clock.now().getTime());
       const deps = {
         ...ctx.syncDeps,
         kube: passNumber === 1 ? firstPassKube : ctx.syncDeps.kube,

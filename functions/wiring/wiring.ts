@@ -11,7 +11,6 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { addRateLimits, countSentChanges, type Elbv2Budgets } from '../aws/clients';
 import type { RegistrationBudgetSpec } from '../core/registration-slots';
 import { changeBudgetPk, describeBudgetPk, registrationBudgetPk } from '../state/table-layout';
-import { workQueueBatchingWindowSeconds } from '../contract/queue-limits';
 import { boundedRetry } from '../aws/bounded-retry';
 import { callerRoleOption } from '../aws/caller-role';
 import { DynamoStateStore } from '../state/dynamo-state-store';
@@ -235,7 +234,7 @@ function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient):
           new TatBudgetStore(new DynamoTatItem(doc, config.tableName, pk)),
           spec,
           systemTimer,
-          { deliveryMs: workQueueBatchingWindowSeconds * 1000, name, perNamespace },
+          { name, perNamespace },
         );
   return {
     registration: budget(

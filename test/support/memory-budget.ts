@@ -52,7 +52,6 @@ export function memoryBudget(
     },
     {
       perNamespace: options.perNamespace ?? true,
-      deliveryMs: 1_000,
       ...(options.name === undefined ? {} : { name: options.name }),
     },
   );

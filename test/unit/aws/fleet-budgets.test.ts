@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { memoryBudget, MemoryTatItem } from '../../support/memory-budget';
 import { budgetForCall, type Elbv2Budgets } from '../../../functions/aws/clients';
 import {
+  beginPass,
   expectBudgetCalls,
   pacedByRegistrations,
   RegistrationBudget,
@@ -10,6 +11,7 @@ import {
 } from '../../../functions/aws/registration-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
+  blockTimes,
   budgetLaneOf,
   dropDueSlots,
   inTurnsByNamespace,
@@ -17,6 +19,7 @@ import {
   pacedDelaySeconds,
   parseKeptSlots,
   slotRule,
+  useKeptSlot,
   slotWaitBoundMs,
   type KeptSlot,
   type RegistrationBudgetSpec,
@@ -32,7 +35,7 @@ function budgetOf(spec: RegistrationBudgetSpec, now: { ms: number }, name: strin
   return memoryBudget(spec, now, { name });
 }
 
-/** The Describe and change budgets as `describeBudget` and `changeBudget` turn them on (both are off by default). */
+/** The Describe and change budgets as defaults (`defaultDescribeBudget`, `defaultChangeBudget`). */
 const describeSpec = { perSecond: 10, burst: 20 };
 const changeSpec = { perSecond: 3, burst: 10 };
 
@@ -110,8 +113,8 @@ describe('the Describe and change budgets', () => {
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RequeueAfterError);
     expect((error as Error).message).toMatch(/ELBv2 change budget.*kept for this Service/);
-    // Back when the block is due: SQS delays are whole seconds, less the batching window.
-    expect((error as RequeueAfterError).seconds).toBe(3);
+    // Back when the block is due: SQS delays are whole seconds, never more than 250 ms early.
+    expect((error as RequeueAfterError).seconds).toBe(4);
     // One booking: a second write only because this instance had not seen the item yet.
     const writes = item.writes;
     expect(writes).toBeLessThanOrEqual(2);
@@ -253,5 +256,87 @@ describe('a pass that comes back for its turn or its slots (200 creates in 20 na
     });
     expect(item.writes).toBeGreaterThan(writes);
     expect(rule.intervalMs).toBeGreaterThan(slotWaitBoundMs);
+  });
+});
+
+describe('a pass whose reads come back (50 updates against moto, issue 37)', () => {
+  it('slots booked together are one block: side-by-side reads never send the pass back for a slot a few intervals on', async () => {
+    const now = { ms: 10_000 };
+    const { budget, item, waits } = budgetOf(describeSpec, now, 'ELBv2 Describe budget');
+    const rule = slotRule(describeSpec, 'describe');
+    // The budget's burst is spent: eight slots now are 100 ms apart, the last 700 ms off.
+    item.values = { tat: now.ms + rule.toleranceMs };
+    await withRegistrationScope('team-a/web', async () => {
+      expectBudgetCalls({ describe: 8 });
+      await Promise.all(Array.from({ length: 8 }, () => budget.take('DescribeTargetHealth')));
+    });
+    expect(item.writes).toBeLessThanOrEqual(2);
+    expect(waits).toEqual([]);
+    expect(blockTimes([5, 1, 3, 7, 9], 2, 'first')).toEqual([1, 1, 5, 5, 9]);
+    expect(blockTimes([5, 1, 3, 7, 9], 2, 'last')).toEqual([3, 3, 7, 7, 9]);
+  });
+
+  it('sent back for one more read, a pass keeps slots for every read it repeats, due together', async () => {
+    const now = { ms: 10_000 };
+    // First come, first served, as createRuntime wires the Describe budget.
+    const { budget, item, waits } = memoryBudget(describeSpec, now, {
+      name: 'ELBv2 Describe budget',
+      perNamespace: false,
+    });
+    let kept: KeptSlot[] = [];
+    const error = await withRegistrationScope('team-a/web', async (scope) => {
+      kept = scope.kept;
+      beginPass(scope, now.ms);
+      // The guess was three reads; the pass makes four, and the budget fills meanwhile.
+      expectBudgetCalls({ describe: 3 });
+      for (let i = 0; i < 3; i++) await budget.take('DescribeTargetGroups');
+      item.values = { ...item.values, tat: now.ms + 5_000 };
+      await budget.take('DescribeListeners');
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequeueAfterError);
+    // The fourth read's slot and three more for the reads it repeats, one block.
+    expect(kept).toHaveLength(4);
+    const at = kept[0]!.atMs;
+    expect(kept.every((slot) => slot.lane === 'describe' && slot.atMs === at)).toBe(true);
+    expect(at).toBeGreaterThan(now.ms + slotWaitBoundMs);
+
+    // Back when they are due, the pass's four reads go without a write of their own.
+    now.ms = at - 100;
+    const writes = item.writes;
+    await withRegistrationScope('team-a/web', async (scope) => {
+      scope.kept.push(...kept);
+      beginPass(scope, now.ms);
+      expectBudgetCalls({ describe: 3 });
+      await Promise.all([
+        budget.take('DescribeTargetGroups'),
+        budget.take('DescribeTargetGroups'),
+        budget.take('DescribeTargetGroups'),
+      ]);
+      await budget.take('DescribeListeners');
+      expect(scope.kept).toEqual([]);
+    });
+    expect(item.writes).toBe(writes);
+    expect(Math.max(0, ...waits)).toBeLessThanOrEqual(slotWaitBoundMs);
+  });
+
+  it('a kept slot fresh when the pass began serves it, however long its first reads took', async () => {
+    // A delete's inventory takes a few seconds against a loaded backend before its first change.
+    const slots = (): KeptSlot[] => [{ lane: 'change', atMs: 1_000 }];
+    expect(useKeptSlot(slots(), 'change', 4_500, 900)).toEqual({ kind: 'use', atMs: 1_000 });
+    // Judged by the call alone it would be stale, booked again behind everyone.
+    expect(useKeptSlot(slots(), 'change', 4_500)).toEqual({ kind: 'none' });
+    // Stale at the pass's start already: given up.
+    expect(useKeptSlot(slots(), 'change', 4_500, 3_100)).toEqual({ kind: 'none' });
+
+    const now = { ms: 1_000 };
+    const { budget, item } = budgetOf(changeSpec, now, 'ELBv2 change budget');
+    await withRegistrationScope('team-a/web', async (scope) => {
+      scope.kept.push(...slots(), { lane: 'change', atMs: 1_000 });
+      beginPass(scope, now.ms);
+      now.ms += 3_000;
+      await budget.take('DeleteLoadBalancer');
+      await budget.take('DeleteTargetGroup');
+    });
+    expect(item.writes).toBe(0);
   });
 });
