@@ -333,6 +333,16 @@ export function prebookBudgetCalls(
 }
 
 /**
+ * Waits for the current pass's booking of `lane` on `client`'s budget (`prebookBudgetCalls`) and
+ * ends the pass with the RequeueAfterError that brings it back when its first slot is further off
+ * than a call may wait: before the pass spends any call it would repeat. Outside a key's sync, or
+ * with no budget for the lane, nothing.
+ */
+export async function budgetSlotsDue(client: object, lane: BudgetLane): Promise<void> {
+  await laneBudgetsByClient.get(client)?.[lane]?.due(lane);
+}
+
+/**
  * Books the slots of the RegisterTargets and DeregisterTargets calls the current pass is about to
  * make through `client`, before it makes any other call (`RegistrationBudget.reserve`); says how
  * many there will be when the client has no budget.
@@ -440,6 +450,19 @@ export class RegistrationBudget {
     dropTurns(scope.kept, lane);
     // Its error, if any, reaches the pass through the first call that waits for it.
     this.bookInto(scope, lane, 'the sync').catch(() => undefined);
+  }
+
+  /** See `budgetSlotsDue`. */
+  async due(lane: BudgetLane): Promise<void> {
+    const scope = registrationScope.getStore();
+    if (scope === undefined || scope.paced.has(lane)) return;
+    await scope.booking.get(lane);
+    const slots = scope.kept.filter((slot) => slot.lane === lane && slot.turn !== true);
+    if (slots.length === 0) return;
+    const first = Math.min(...slots.map((slot) => slot.atMs));
+    if (first - this.timer.nowMs() > slotWaitBoundMs) {
+      throw this.deferred('the sync', first, this.namespaceOf(scope));
+    }
   }
 
   /** Books the lane's expected slots into the scope's kept slots (one write), as one booking. */

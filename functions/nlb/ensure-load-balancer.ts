@@ -17,7 +17,7 @@ import { withNamingVersion } from './model/naming';
 import { planChanges, type Plan } from './model/plan';
 import type { DesiredLoadBalancer, DesiredTargetGroup, Observed, SubnetRef } from './model/types';
 import { expectedDescribes, observe } from './observe';
-import { prebookBudgetCalls } from '../aws/registration-budget';
+import { budgetSlotsDue, prebookBudgetCalls } from '../aws/registration-budget';
 import {
   namingVersionOf,
   pruneCreated,
@@ -59,6 +59,7 @@ export async function ensureLoadBalancer(
   const nlbState = readNlbState(state);
   const now = ctx.now();
   pruneCreated(nlbState, now);
+  const creating = nlbState.loadBalancerArn === undefined;
   // The reads' slots on the Describe budget are booked while the inputs are resolved (EC2).
   prebookBudgetCalls(ctx.clients.elbv2, {
     describe: expectedDescribes({
@@ -66,7 +67,13 @@ export async function ensureLoadBalancer(
       readTargetGroupAttributes: false,
       readLoadBalancerAttributes: false,
     }),
+    ...(creating ? { change: expectedCreateChanges(service) } : {}),
   });
+  // A create waits for its changes' booking before it spends a call: a pass that must come back
+  // for them has asked EC2 nothing (its subnets, its security group's create), which a restore's
+  // crowd of passes would otherwise ask again on every return, throttled on EC2's buckets; and
+  // the security groups' creates (EC2's mutating bucket, 5/s) go at the change budget's pace.
+  if (creating) await budgetSlotsDue(ctx.clients.elbv2, 'change');
   const inputs = await resolveInputs(ctx, service, nlbState);
   const desired = desiredModel(ctx, service, hosts, nlbState, inputs, hooks.endpointSlices);
   const observed = await observeFor(ctx, now, service, desired, nlbState, inputs.userGroups);
@@ -359,4 +366,12 @@ function sniPorts(desired: DesiredLoadBalancer): number[] {
     .filter((l) => l.protocol === 'TLS' && l.certificateArns.length > 1)
     .map((l) => l.port)
     .sort((a, b) => a - b);
+}
+
+/**
+ * The ELBv2 changes a create makes, from the Service alone: the NLB, and a target group and a
+ * listener per port. A guess: the plan's own count books whatever more it needs.
+ */
+export function expectedCreateChanges(service: Service): number {
+  return 1 + 2 * (service.spec?.ports?.length ?? 1);
 }
