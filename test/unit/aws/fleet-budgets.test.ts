@@ -11,10 +11,12 @@ import {
 } from '../../../functions/aws/registration-budget';
 import { RequeueAfterError } from '../../../functions/core/errors';
 import {
+  activeNamespaces,
   blockTimes,
   budgetLaneOf,
   dropDueSlots,
   inTurnsByNamespace,
+  nextTicket,
   pacedByKeptSlots,
   pacedDelaySeconds,
   parseKeptSlots,
@@ -338,5 +340,22 @@ describe('a pass whose reads come back (50 updates against moto, issue 37)', () 
       await budget.take('DeleteTargetGroup');
     });
     expect(item.writes).toBe(0);
+  });
+});
+
+describe("a namespace's line on a shared budget (200 creates in 20 namespaces)", () => {
+  it('spaces its callers at its share of the rate, not one call apart: half the namespaces booking', () => {
+    const rule = slotRule(changeSpec, 'change');
+    // Two namespaces have slots ahead (one lane in each row each); n20's horizon has passed.
+    const item = { tat: 9_000, n1: 5_000, n3: 6_000, n17: 5_000, n20: 100, n21: 7_000 };
+    expect(activeNamespaces(item, 1_000)).toBe(2);
+    expect(activeNamespaces({ tat: 9_000 }, 1_000)).toBe(1);
+    // A create's five calls: 1,667 ms of the budget alone; with 4 namespaces, twice that.
+    expect(nextTicket(undefined, 2_000, 5, rule).end).toBeCloseTo(2_000 + 5 * rule.intervalMs);
+    expect(nextTicket(undefined, 2_000, 5, rule, 4 / 2).end).toBeCloseTo(
+      2_000 + 10 * rule.intervalMs,
+    );
+    // Behind a line that ends later, the turn is the line's end.
+    expect(nextTicket(8_000, 2_000, 5, rule, 2).turnAtMs).toBe(8_000);
   });
 });
