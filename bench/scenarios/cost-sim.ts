@@ -14,6 +14,7 @@
 import type { WorkMessage } from '../../functions/contract/work-messages';
 import { defaultRegistrationBudget } from '../../functions/aws/registration-budget';
 import { awsRateLimits, bucketFor, type BucketName } from '../sim/aws-limits';
+import type { FakeTargetGroup } from '../sim/fake-aws-resources';
 import { median } from '../support/stats';
 import { prices } from './cost';
 import { nodeFor, ourWorld, worldModel, instanceId } from './propagation-world';
@@ -61,7 +62,13 @@ interface Counters {
 type World = ReturnType<typeof ourWorld>;
 
 /** A phase's run: until every Service converged and both queues are empty, billed apart. */
-function phaseRunner(world: World, serviceKeys: readonly string[], layout: Layout) {
+function phaseRunner(
+  world: World,
+  serviceKeys: readonly string[],
+  layout: Layout,
+  /** Called before each convergence check of every key. */
+  beforeCheck: () => void = () => undefined,
+) {
   const { clock, account, table, meter, queue, nodeQueue, budgetItem } = world;
   const counters = (): Counters => {
     const queues = queue === nodeQueue ? [queue] : [queue, nodeQueue];
@@ -94,6 +101,7 @@ function phaseRunner(world: World, serviceKeys: readonly string[], layout: Layou
     await send();
     const done = new Map<string, number>();
     for (;;) {
+      beforeCheck();
       for (const key of serviceKeys) {
         if (!done.has(key) && converged(key)) done.set(key, clock.ms - started);
       }
@@ -149,9 +157,19 @@ export async function simulateLifecycle(services: number, layout: Layout): Promi
   });
   const { clock, account, kube, table, queue, nodeQueue } = world;
   const serviceKeys = keys.map((k) => `${k.namespace}/${k.name}`);
-  const phase = phaseRunner(world, serviceKeys, layout);
-  const groupsOf = (key: string) =>
-    [...account.targetGroups.values()].filter((tg) => tg.serviceKey === key);
+  // The target groups by Service, indexed once per convergence check: a scan per key made a
+  // 1,000-Service phase quadratic (hours of wall time).
+  const groupsByKey = new Map<string, FakeTargetGroup[]>();
+  const indexGroups = () => {
+    groupsByKey.clear();
+    for (const tg of account.targetGroups.values()) {
+      const groups = groupsByKey.get(tg.serviceKey);
+      if (groups === undefined) groupsByKey.set(tg.serviceKey, [tg]);
+      else groups.push(tg);
+    }
+  };
+  const phase = phaseRunner(world, serviceKeys, layout, indexGroups);
+  const groupsOf = (key: string): readonly FakeTargetGroup[] => groupsByKey.get(key) ?? [];
   const hasTargets = (key: string, nodes: number) => {
     const ids = Array.from({ length: nodes }, (_, i) => instanceId(i + 1));
     const groups = groupsOf(key);

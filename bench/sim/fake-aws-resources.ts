@@ -203,11 +203,34 @@ export class FakeElbv2 {
 
   /** Every load balancer a target group serves: a seeded group's own, and its listeners'. */
   loadBalancerArnsOf(tg: FakeTargetGroup): string[] {
-    const viaListeners = [...this.listeners.values()]
-      .filter((l) => this.forwardsTo(l).includes(tg.arn))
-      .map((l) => l.loadBalancerArn);
-    return [...new Set([...(tg.loadBalancerArn ? [tg.loadBalancerArn] : []), ...viaListeners])];
+    const viaListeners = this.listenersByGroup().get(tg.arn) ?? [];
+    return [
+      ...new Set([
+        ...(tg.loadBalancerArn ? [tg.loadBalancerArn] : []),
+        ...viaListeners.map((l) => l.loadBalancerArn),
+      ]),
+    ];
   }
+
+  /**
+   * The listeners forwarding to each target group, indexed until a listener changes: a scan of
+   * every listener per group made a 1,000-Service simulation quadratic (hours of wall time).
+   */
+  private listenersByGroup(): Map<string, FakeListener[]> {
+    if (this.forwardIndex === undefined) {
+      this.forwardIndex = new Map();
+      for (const l of this.listeners.values()) {
+        for (const arn of new Set(this.forwardsTo(l))) {
+          const list = this.forwardIndex.get(arn);
+          if (list === undefined) this.forwardIndex.set(arn, [l]);
+          else list.push(l);
+        }
+      }
+    }
+    return this.forwardIndex;
+  }
+
+  private forwardIndex: Map<string, FakeListener[]> | undefined;
 
   describeTargetGroup(tg: FakeTargetGroup): Input {
     const made = tg.created;
@@ -272,12 +295,14 @@ export class FakeElbv2 {
         // Only what the call names changes, as in AWS.
         for (const [key, value] of Object.entries(fields))
           if (value !== undefined) listener.fields[key] = value;
+        this.forwardIndex = undefined;
         const [first] = (Certificates ?? []) as { CertificateArn?: string }[];
         if (first?.CertificateArn) listener.certificates[0] = first.CertificateArn;
         return { Listeners: [this.describeListener(listener)] };
       },
       DeleteListener: (i) => {
         this.listeners.delete(this.listener(i.ListenerArn).arn);
+        this.forwardIndex = undefined;
         return {};
       },
       DescribeListenerAttributes: (i) => attributeList(this.listener(i.ListenerArn).attributes),
@@ -365,6 +390,7 @@ export class FakeElbv2 {
       throw awsError('OperationNotPermitted', `Load balancer '${arn}' has deletion protection`);
     for (const l of this.listeners.values())
       if (l.loadBalancerArn === arn) this.listeners.delete(l.arn);
+    this.forwardIndex = undefined;
     this.loadBalancers.delete(arn);
     return {};
   }
@@ -454,7 +480,7 @@ export class FakeElbv2 {
   }
 
   private deleteTargetGroup(tg: FakeTargetGroup) {
-    if ([...this.listeners.values()].some((l) => this.forwardsTo(l).includes(tg.arn)))
+    if ((this.listenersByGroup().get(tg.arn)?.length ?? 0) > 0)
       throw awsError('ResourceInUse', `Target group '${tg.arn}' is currently in use by a listener`);
     this.targetGroups.delete(tg.arn);
     return {};
@@ -493,6 +519,7 @@ export class FakeElbv2 {
       attributes: new Map(Object.entries(listenerDefaults)),
     };
     this.listeners.set(listener.arn, listener);
+    this.forwardIndex = undefined;
     return { Listeners: [this.describeListener(listener)] };
   }
 
