@@ -5,7 +5,7 @@
  * the others still run; the exit code is then non-zero.
  *
  * Sizes: BENCH_THROUGHPUT_SERVICES (default 50), BENCH_SERVICES / BENCH_NODES for the forwarder
- * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5), BENCH_COST_BURSTS (default 1,50).
+ * (default 10,000 / 5,000), BENCH_COLD_RUNS (default 5), BENCH_COST_BURSTS (default 1,50,1000).
  *
  * `npm run bench -- --only throughput,cost` runs only the named sections (calls, propagation,
  * cost-sim, throughput, "throughput (in-memory provider)", forwarder, bundles, cost; cost needs
@@ -31,7 +31,7 @@ const sizes = {
   forwarderNodes: Number(process.env.BENCH_NODES ?? 5_000),
   coldRuns: Number(process.env.BENCH_COLD_RUNS ?? 5),
   // 1,000 is the restore of issue 37 (item 3): minutes of simulation, so on request.
-  costSimBursts: (process.env.BENCH_COST_BURSTS ?? '1,50').split(',').map(Number),
+  costSimBursts: (process.env.BENCH_COST_BURSTS ?? '1,50,1000').split(',').map(Number),
 };
 
 const onlyAt = process.argv.indexOf('--only');

@@ -53,6 +53,7 @@ export class ProcessRateLimiter {
           toleranceMs: (burst - 1) * intervalMs,
           horizonMs: slotWaitBoundMs,
           shareMs: 0,
+          ticketsAtShare: false,
         },
         tat: undefined,
       };

@@ -78,6 +78,14 @@ export interface SlotRule {
   readonly horizonMs: number;
   /** How far ahead of now one namespace's latest slot may be for it to book one it waits for. */
   readonly shareMs: number;
+  /**
+   * Whether a namespace's line spaces its callers at the namespace's share of the rate (the
+   * change lane's creates and deletes, each back once for its block) rather than one call's
+   * slots apart (registrations: node sync already paces its host updates, and spaced at the
+   * share, callers held back again went to the back of a line that grew faster than it was
+   * served: the last of 1,000 NLBs had a new node at 863 s, against 503 s).
+   */
+  readonly ticketsAtShare: boolean;
 }
 
 export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRule {
@@ -92,6 +100,7 @@ export function slotRule(spec: RegistrationBudgetSpec, lane: BudgetLane): SlotRu
       (lane === 'register' || lane === 'deregister'
         ? namespaceShareSlots
         : Math.max(namespaceShareSlots, spec.burst)) * intervalMs,
+    ticketsAtShare: lane === 'change',
   };
 }
 
