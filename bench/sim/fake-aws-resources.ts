@@ -203,13 +203,8 @@ export class FakeElbv2 {
 
   /** Every load balancer a target group serves: a seeded group's own, and its listeners'. */
   loadBalancerArnsOf(tg: FakeTargetGroup): string[] {
-    const viaListeners = this.listenersByGroup().get(tg.arn) ?? [];
-    return [
-      ...new Set([
-        ...(tg.loadBalancerArn ? [tg.loadBalancerArn] : []),
-        ...viaListeners.map((l) => l.loadBalancerArn),
-      ]),
-    ];
+    const arns = (this.listenersByGroup().get(tg.arn) ?? []).map((l) => l.loadBalancerArn);
+    return [...new Set([...(tg.loadBalancerArn ? [tg.loadBalancerArn] : []), ...arns])];
   }
 
   /**
@@ -220,11 +215,8 @@ export class FakeElbv2 {
     if (this.forwardIndex === undefined) {
       this.forwardIndex = new Map();
       for (const l of this.listeners.values()) {
-        for (const arn of new Set(this.forwardsTo(l))) {
-          const list = this.forwardIndex.get(arn);
-          if (list === undefined) this.forwardIndex.set(arn, [l]);
-          else list.push(l);
-        }
+        for (const arn of new Set(this.forwardsTo(l)))
+          this.forwardIndex.set(arn, [...(this.forwardIndex.get(arn) ?? []), l]);
       }
     }
     return this.forwardIndex;
