@@ -11,6 +11,10 @@ let world: RuntimeWorld;
 
 beforeEach(async () => {
   world = await createRuntimeWorld({
+    // These tests create a few Services at once and drain with a 1 s quiet period: on the change
+    // budget (3/s, burst 10), a third create would come back 2 s later for its slots, after the
+    // drain. The budget's pacing is tested on its own (deferred-registrations, fleet-budgets).
+    changeBudget: { perSecond: 0, burst: 10 },
     tenantPolicy: {
       rules: [
         {
