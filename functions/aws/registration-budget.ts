@@ -116,13 +116,30 @@ export interface TatItem {
  */
 export class TatBudgetStore implements BudgetStore {
   private lastTat: number | undefined;
+  /** The write this instance has in flight, if any: its answer tells the item's `tat`. */
+  private inFlight: Promise<unknown> | undefined;
 
   constructor(private readonly item: TatItem) {}
 
   async book(nowMs: number, rule: SlotRule, namespace?: string, count = 1): Promise<Booking> {
     const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
+    // Knowing nothing current, the write guesses an idle item. Passes of one batch book side by
+    // side: all would guess alike, and all but one be refused when the item is busy (simulated
+    // node change on 50 Services: every booking's first write was refused). So they wait for the
+    // answer to the write already on its way, which tells them `tat`.
+    if (this.inFlight !== undefined && (this.lastTat === undefined || this.lastTat < nowMs))
+      await this.inFlight;
     for (let attempt = 0; attempt < 4; attempt++) {
-      const stored = await this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes, count));
+      const write = this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes, count));
+      const settled = write.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.inFlight = settled;
+      void settled.then(() => {
+        if (this.inFlight === settled) this.inFlight = undefined;
+      });
+      const stored = await write;
       if (stored.booked) {
         this.lastTat = stored.tat;
         const slots = bookedSlotTimes(stored.tat, count, nowMs, rule);

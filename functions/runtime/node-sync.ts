@@ -9,6 +9,7 @@ import type { ServiceKey } from '../core/keys';
 import type { EligibleHosts } from '../core/node-sync-plan';
 import { inTurnsByNamespace, pacedDelaySeconds } from '../core/registration-slots';
 import { defaultRegistrationBudget } from '../aws/registration-budget';
+import { workQueueBatchingWindowSeconds } from '../contract/queue-limits';
 
 /** Passes in a row while node changes keep arriving, before the work goes back to the queue. */
 const maxPasses = 5;
@@ -146,13 +147,18 @@ async function runHostUpdatesNow(
 
 async function sendPaced(ctx: RuntimeContext, keys: readonly ServiceKey[]): Promise<void> {
   const budget = ctx.config.registrationBudget ?? defaultRegistrationBudget;
-  const delays = budget.perSecond > 0 ? pacedDelaySeconds(keys.length, budget) : keys.map(() => 0);
-  const byDelay = new Map<number, WorkMessage[]>();
-  keys.forEach((key, i) => {
-    const message: WorkMessage = { v: 1, kind: 'hosts', key, reason: 'hosts changed' };
-    byDelay.set(delays[i]!, [...(byDelay.get(delays[i]!) ?? []), message]);
-  });
-  await Promise.all([...byDelay].map(([seconds, messages]) => ctx.queue.send(messages, seconds)));
+  const delays =
+    budget.perSecond > 0
+      ? pacedDelaySeconds(keys.length, budget, 2, workQueueBatchingWindowSeconds)
+      : keys.map(() => 0);
+  const messages = keys.map((key): WorkMessage => ({
+    v: 1,
+    kind: 'hosts',
+    key,
+    reason: 'hosts changed',
+  }));
+  // In the order they are due, ten to a request whatever their delays.
+  await ctx.queue.send(messages, delays);
 }
 
 /**

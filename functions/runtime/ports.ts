@@ -29,9 +29,10 @@ export interface RuntimeMetrics {
 export interface WorkQueue {
   /**
    * Sends messages (batched by 10), each with its fair-queue group (the Service's namespace); a
-   * message SQS did not accept is retried, then reported.
+   * message SQS did not accept is retried, then reported. `delaySeconds`: one for all, or one per
+   * message (SQS takes a delay per entry, so paced messages still go ten to a request).
    */
-  send(messages: readonly WorkMessage[], delaySeconds?: number): Promise<void>;
+  send(messages: readonly WorkMessage[], delaySeconds?: number | readonly number[]): Promise<void>;
   /** Makes a received message visible again after `seconds` (the backoff of S6). */
   changeVisibility(receiptHandle: string, seconds: number): Promise<void>;
   /**

@@ -63,7 +63,7 @@ function instrumented(
   };
   const queue: WorkQueue = {
     send: (messages, delay) => {
-      timeline.delays.push(delay ?? 0);
+      timeline.delays.push(...(typeof delay === 'object' ? delay : [delay ?? 0]));
       return runtime.queue.send(messages, delay);
     },
     changeVisibility: (receipt, seconds) => {

@@ -74,6 +74,27 @@ describe(
       }
     });
 
+    it("paces a large fan-out's host updates at the registration budget's rate, per message, in one request", async () => {
+      // One registration a second, no burst: update k's two registrations are due at 2k s.
+      await start({ directHostUpdates: 1, registrationBudget: { perSecond: 1, burst: 1 } });
+      for (const name of ['a', 'b', 'c']) await world.createService(name);
+      // Creates sent back for their registration slots come back and finish first.
+      await world.drain();
+      await world.addNode();
+      await world.sendToNodeQueue({ v: 1, kind: 'node', reason: 'node added' });
+      world.aws.recorder.reset();
+      await world.handleNodesOnce(1);
+      // Three delays (0, 2 and 4 s), one SendMessageBatch.
+      expect(world.aws.recorder.count('SendMessageBatch')).toBe(1);
+      // The first at once; the last, due 4 s after the send, is still held back by SQS.
+      const depth = await world.queueDepth('work');
+      expect(depth.visible + depth.delayed).toBe(3);
+      expect(depth.visible).toBeGreaterThanOrEqual(1);
+      expect(depth.delayed).toBeGreaterThanOrEqual(1);
+      const records = await world.receive(1);
+      expect(records.map((r) => (JSON.parse(r.body) as WorkMessage).kind)).toContain('hosts');
+    });
+
     it('moves a node message found on the work queue (a forwarder of release 0.1) to the node queue without running node sync there', async () => {
       await start();
       await world.send({ v: 1, kind: 'node', reason: 'node added' });

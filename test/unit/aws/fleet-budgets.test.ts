@@ -201,12 +201,26 @@ describe('the Describe and change budgets', () => {
 describe("node sync's host updates, paced at the registration budget's rate", () => {
   it('the first within the burst at once, then two registrations per update at 4/s; at most 900 s', () => {
     const spec = { perSecond: 4, burst: 10 };
-    const delays = pacedDelaySeconds(12, spec);
-    // Updates 0–4 fit in the burst (10 slots, 2 each); then one every half second, rounded up.
-    expect(delays).toEqual([0, 0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4]);
+    const delays = pacedDelaySeconds(12, spec, 2, 1);
+    // Updates 0–2 at once: the burst less one second of the rate; then one every half second,
+    // rounded up.
+    expect(delays).toEqual([0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5]);
     // Never more than the budget offers: update k's registrations are due by its arrival.
     delays.forEach((seconds, k) => expect(seconds * 4 + 9).toBeGreaterThanOrEqual(k * 2));
     expect(Math.max(...pacedDelaySeconds(10_000, spec))).toBe(900);
+  });
+
+  it('arrivals one batching window apart, booking together, still fit what the budget offers', () => {
+    const spec = { perSecond: 4, burst: 10 };
+    const delays = pacedDelaySeconds(200, spec, 2, 1);
+    for (let second = 0; second <= Math.max(...delays); second++) {
+      // A batch opened at `second` takes what arrives until a second later.
+      const batched = delays.filter((d) => d <= second + 1).length;
+      expect(batched * 2).toBeLessThanOrEqual(spec.burst + spec.perSecond * second);
+    }
+    // Without the margin the first batch already holds more than the burst.
+    const unmerged = pacedDelaySeconds(200, spec, 2, 0);
+    expect(unmerged.filter((d) => d <= 1).length * 2).toBeGreaterThan(spec.burst);
   });
 
   it("takes the namespaces in turns, each one's Services spread over the whole span", () => {

@@ -99,6 +99,19 @@ describe('TatBudgetStore (the conditional updates)', () => {
     expect(item.writes).toBe(4);
   });
 
+  it('bookings side by side on a busy item it has not seen pay one refused write, not one each', async () => {
+    const item = new MemoryTatItem();
+    // Another instance's backlog: slots 2 s ahead.
+    item.tat = 2_000 + register.toleranceMs;
+    const store = new TatBudgetStore(item);
+    const bookings = await Promise.all(Array.from({ length: 6 }, () => store.book(0, register)));
+    expect(bookings.map((b) => b.kind === 'slot' && b.atMs)).toEqual([
+      2_000, 2_250, 2_500, 2_750, 3_000, 3_250,
+    ]);
+    // The first guessed an idle item and was refused; the others waited for its answer.
+    expect(item.writes).toBe(7);
+  });
+
   it('hands out the same slots as the pure arithmetic, across instances', async () => {
     const item = new MemoryTatItem();
     const stores = [new TatBudgetStore(item), new TatBudgetStore(item), new TatBudgetStore(item)];
