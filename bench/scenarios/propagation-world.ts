@@ -347,7 +347,7 @@ export function ourWorld(
   };
   // Every AWS attempt a function makes is time in a call (its limiter's and retries' waits are not).
   const attempt = account.attempt.bind(account);
-  account.attempt = (service, command) => meter.call(() => attempt(service, command));
+  account.attempt = (service, command) => meter.call(() => attempt(service, command), 'sync');
   /** Both functions' event source mappings: service-sync's on the work queue, node-sync's on the node queue. */
   const startFunctions = (stopped: () => boolean) => ({
     work: runEventSourceMapping(queue, clock, runtimes, esm, stopped),

@@ -840,7 +840,7 @@ export function withLatency<T extends object>(
       return async (...args: unknown[]) => {
         if (counter) counter.calls++;
         const roundTrip = () => clock.sleep(latencyMs);
-        await (meter === undefined ? roundTrip() : meter.call(roundTrip));
+        await (meter === undefined ? roundTrip() : meter.call(roundTrip, 'sync'));
         return (value as (...a: unknown[]) => unknown).apply(object, args);
       };
     },
