@@ -65,7 +65,7 @@ export function budgetOn(
   name = 'ELBv2 registration budget',
 ): RegistrationBudget {
   return new RegistrationBudget(
-    new TatBudgetStore(item),
+    new TatBudgetStore(item, () => clock.now().getTime()),
     spec,
     {
       nowMs: () => clock.now().getTime(),

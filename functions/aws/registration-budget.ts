@@ -119,7 +119,11 @@ export class TatBudgetStore implements BudgetStore {
   /** The write this instance has in flight, if any: its answer tells the item's `tat`. */
   private inFlight: Promise<unknown> | undefined;
 
-  constructor(private readonly item: TatItem) {}
+  constructor(
+    private readonly item: TatItem,
+    /** The budget's clock, read again after waiting for a write in flight (none: `nowMs` stays). */
+    private readonly now?: () => number,
+  ) {}
 
   async book(nowMs: number, rule: SlotRule, namespace?: string, count = 1): Promise<Booking> {
     const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
@@ -127,8 +131,10 @@ export class TatBudgetStore implements BudgetStore {
     // side: all would guess alike, and all but one be refused when the item is busy (simulated
     // node change on 50 Services: every booking's first write was refused). So they wait for the
     // answer to the write already on its way, which tells them `tat`.
-    if (this.inFlight !== undefined && (this.lastTat === undefined || this.lastTat < nowMs))
+    if (this.inFlight !== undefined && (this.lastTat === undefined || this.lastTat < nowMs)) {
       await this.inFlight;
+      nowMs = this.now?.() ?? nowMs;
+    }
     for (let attempt = 0; attempt < 4; attempt++) {
       const write = this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes, count));
       const settled = write.then(

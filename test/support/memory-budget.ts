@@ -40,7 +40,7 @@ export function memoryBudget(
   const item = options.item ?? new MemoryTatItem();
   const waits: number[] = [];
   const budget = new RegistrationBudget(
-    new TatBudgetStore(item),
+    new TatBudgetStore(item, () => now.ms),
     spec,
     {
       nowMs: () => now.ms,
