@@ -136,7 +136,13 @@ export class TatBudgetStore implements BudgetStore {
       nowMs = this.now?.() ?? nowMs;
     }
     for (let attempt = 0; attempt < 4; attempt++) {
-      const write = this.item.write(budgetWrite(this.lastTat, nowMs, rule, lanes, count));
+      // What the answer says of `tat` is learnt before anyone waiting for it goes on.
+      const write = this.item
+        .write(budgetWrite(this.lastTat, nowMs, rule, lanes, count))
+        .then((stored) => {
+          this.lastTat = stored.booked ? stored.tat : stored.item.tat;
+          return stored;
+        });
       const settled = write.then(
         () => undefined,
         () => undefined,
@@ -147,11 +153,9 @@ export class TatBudgetStore implements BudgetStore {
       });
       const stored = await write;
       if (stored.booked) {
-        this.lastTat = stored.tat;
         const slots = bookedSlotTimes(stored.tat, count, nowMs, rule);
         return { kind: 'slot', atMs: slots[0]!, tat: stored.tat, slots };
       }
-      this.lastTat = stored.item.tat;
       // The other update may apply now; past the horizon, or behind the others, neither will.
       const booking = bookFairSlot(itemValues(stored.item, lanes), nowMs, rule);
       if (booking.kind === 'behind' && namespace !== undefined) {

@@ -231,7 +231,9 @@ function elbv2BudgetsFor(config: ControllerConfig, doc: DynamoDBDocumentClient):
       ? undefined
       : // Wall-clock time, not the runtime's clock: AWS's bucket refills in real time.
         new RegistrationBudget(
-          new TatBudgetStore(new DynamoTatItem(doc, config.tableName, pk), systemTimer.nowMs),
+          new TatBudgetStore(new DynamoTatItem(doc, config.tableName, pk), () =>
+            systemTimer.nowMs(),
+          ),
           spec,
           systemTimer,
           { name, perNamespace },
