@@ -3,7 +3,7 @@
  * (bench/sim/meter.ts): virtual time, so call counts and bills are exact.
  */
 import { describe, expect, it } from 'vitest';
-import { createFloorMs, simulateLifecycle } from '../../../bench/scenarios/cost-sim';
+import { createFloorMs, layoutFloor, simulateLifecycle } from '../../../bench/scenarios/cost-sim';
 import { LambdaMeter } from '../../../bench/sim/meter';
 import { VirtualClock } from '../../../bench/sim/virtual-clock';
 import { createCalls } from '../../support/nlb-call-rows';
@@ -16,11 +16,15 @@ describe('the Lambda meter', () => {
       meter.invoke(async () => {
         await meter.call(() => clock.sleep(50));
         await clock.sleep(150);
-        await Promise.all([meter.call(() => clock.sleep(50)), meter.call(() => clock.sleep(50))]);
+        // A sync call (ELBv2, Kubernetes) beside a state call: 50 ms of sync time, not 100.
+        await Promise.all([
+          meter.call(() => clock.sleep(50), 'sync'),
+          meter.call(() => clock.sleep(50)),
+        ]);
       }),
       10_000,
     );
-    expect(meter.totals).toEqual({ invocations: 1, billedMs: 250, waitingMs: 150 });
+    expect(meter.totals).toEqual({ invocations: 1, billedMs: 250, waitingMs: 150, syncMs: 50 });
     expect(meter.waitingShare).toBeCloseTo(0.6);
     expect(meter.gbSeconds).toBeCloseTo(0.125);
   });
@@ -52,6 +56,25 @@ describe('one Service’s life, billed on the virtual clock', () => {
     ]);
     const update = (bills: typeof now) => bills.find((b) => b.phase === 'update')!;
     expect(update(old).wru).toBeGreaterThan(update(now).wru);
+  });
+
+  it('the layout floor: the sync calls, one item taken and written per key, one batch per 10 events', async () => {
+    const floor = layoutFloor('update', 50, 2_000, 512);
+    // 5 batches: 2 s of sync calls and 2 state calls of 50 ms each.
+    expect(floor).toEqual({ invocations: 5, gbSeconds: 1.25, sqsRequests: 15, wru: 100, rru: 0 });
+    // A node change is one message, one invocation.
+    expect(layoutFloor('node change', 50, 0, 512).invocations).toBe(1);
+    // Both layouts make the same sync calls, so a single event's floor is the same in both, and
+    // below what either costs.
+    const [now, old] = await Promise.all([
+      simulateLifecycle(1, 'today'),
+      simulateLifecycle(1, 'release 0.1'),
+    ]);
+    now.forEach((bill, i) => {
+      expect(bill.floorPerMillion).toBeCloseTo(old[i]!.floorPerMillion, 6);
+      expect(bill.floorPerMillion).toBeLessThan(bill.perMillion);
+      expect(bill.floorPerMillion).toBeLessThan(old[i]!.perMillion);
+    });
   });
 
   it("a restore's floor is the slowest of AWS's buckets for the calls the creates make", () => {
