@@ -261,6 +261,11 @@ describe('a pass that comes back for its turn or its slots (200 creates in 20 na
     expect(stored).toEqual(kept);
     expect(pacedByKeptSlots(stored)).toBe(true);
     expect(pacedByKeptSlots([{ lane: 'describe', atMs: 1 }])).toBe(false);
+    // A registration slot paces the reads; a registration turn does not: the pass may come back
+    // for turn after turn, and its reads book on the Describe budget each time.
+    expect(pacedByKeptSlots([{ lane: 'register', atMs: 1 }])).toBe(true);
+    expect(pacedByKeptSlots([{ lane: 'register', atMs: 1, turn: true }])).toBe(false);
+    expect(pacedByKeptSlots([{ lane: 'deregister', atMs: 1, turn: true }])).toBe(false);
     // Back at its turn: the marker goes, a booking is made (a turn is not a slot).
     now.ms = kept[0]!.atMs;
     const writes = item.writes;
