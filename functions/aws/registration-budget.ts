@@ -54,6 +54,7 @@ import {
   laneHorizonSeconds,
   maxKeptSlots,
   namespaceLanes,
+  namespaceFingerprint,
   budgetLaneOf,
   budgetLanes,
   dropTurns,
@@ -127,6 +128,7 @@ export class TatBudgetStore implements BudgetStore {
 
   async book(nowMs: number, rule: SlotRule, namespace?: string, count = 1): Promise<Booking> {
     const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
+    const fingerprint = namespace === undefined ? undefined : namespaceFingerprint(namespace);
     // Knowing nothing current, the write guesses an idle item. Passes of one batch book side by
     // side: all would guess alike, and all but one be refused when the item is busy (simulated
     // node change on 50 Services: every booking's first write was refused). So they wait for the
@@ -138,7 +140,7 @@ export class TatBudgetStore implements BudgetStore {
     for (let attempt = 0; attempt < 4; attempt++) {
       // What the answer says of `tat` is learnt before anyone waiting for it goes on.
       const write = this.item
-        .write(budgetWrite(this.lastTat, nowMs, rule, lanes, count))
+        .write(budgetWrite(this.lastTat, nowMs, rule, lanes, count, fingerprint))
         .then((stored) => {
           this.lastTat = stored.booked ? stored.tat : stored.item.tat;
           return stored;
@@ -157,7 +159,7 @@ export class TatBudgetStore implements BudgetStore {
         return { kind: 'slot', atMs: slots[0]!, tat: stored.tat, slots };
       }
       // The other update may apply now; past the horizon, or behind the others, neither will.
-      const booking = bookFairSlot(itemValues(stored.item, lanes), nowMs, rule);
+      const booking = bookFairSlot(itemValues(stored.item, lanes, fingerprint, rule), nowMs, rule);
       if (booking.kind === 'behind' && namespace !== undefined) {
         return this.ticket(stored.item, namespace, nowMs + booking.inMs, count, rule, nowMs);
       }

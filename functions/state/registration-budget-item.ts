@@ -1,13 +1,13 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { TatItem } from '../aws/registration-budget';
-import type { BudgetWrite, TatUpdate } from '../core/registration-slots';
+import { fingerprintAttribute, type BudgetWrite, type TatUpdate } from '../core/registration-slots';
 import { registrationBudgetPk } from './table-layout';
 
 /**
  * The budget item in the state table: pk `budget#elbv2-registration`, attribute `tat`, the
- * namespaces' booked horizons in `n0`…`n31` and their ticket lines in `q0`…`q15` (48 numbers at
- * most, whatever the namespaces: about 600 bytes, one write unit).
+ * namespaces' booked horizons in `n0`…`n31`, who wrote each last in `f0`…`f31`, and their ticket
+ * lines in `q0`…`q15` (80 numbers at most, whatever the namespaces: under 1 KB, one write unit).
  */
 export class DynamoTatItem implements TatItem {
   constructor(
@@ -30,39 +30,62 @@ export class DynamoTatItem implements TatItem {
       });
     }
     const names: Record<string, string> = {};
-    write.lanes.forEach((lane, i) => (names[`#l${i}`] = lane));
-    const setLanes = write.lanes.map((_, i) => `, #l${i} = `);
+    write.lanes.forEach((lane, i) => {
+      names[`#l${i}`] = lane;
+      names[`#f${i}`] = fingerprintAttribute(lane);
+    });
+    const owned = write.fingerprint !== undefined && write.lanes.length > 0;
+    const setLanes = (value: string) =>
+      write.lanes.map((_, i) => `, #l${i} = ${value}${owned ? `, #f${i} = :fp` : ''}`).join('');
+    const usedNames = owned
+      ? names
+      : Object.fromEntries(Object.entries(names).filter(([key]) => key.startsWith('#l')));
+    const fingerprint: Record<string, number> =
+      owned && write.fingerprint !== undefined ? { ':fp': write.fingerprint } : {};
     if (write.kind === 'restart') {
       return this.update({
         ConditionExpression: 'attribute_not_exists(tat) OR tat < :now',
-        UpdateExpression: `SET tat = :next${setLanes.map((set) => `${set}:next`).join('')}`,
-        ExpressionAttributeNames: names,
+        UpdateExpression: `SET tat = :next${setLanes(':next')}`,
+        ExpressionAttributeNames: usedNames,
         ExpressionAttributeValues: {
           ':now': write.nowMs,
           ':next': write.nextTat,
+          ...fingerprint,
         },
       });
     }
-    // Every SET reads the item as it was: each lane becomes the new tat.
+    // Every SET reads the item as it was: each lane becomes the new tat. A lane the namespace
+    // wrote last (its fingerprint) holds it back past `:lane`; when it wrote none, they hold it
+    // back only all past `:foreign` (applyBudgetWrite's rule).
+    const within = (i: number, bound: string) =>
+      `attribute_not_exists(#l${i}) OR #l${i} <= ${bound}`;
+    const lanes = write.lanes.map((_, i) => i);
+    const foreign = lanes.map((i) => within(i, ':foreign')).join(' OR ');
     const fair =
       write.lanes.length === 0
         ? ''
-        : ` AND (tat <= :immediate${write.lanes
-            .map((_, i) => ` OR attribute_not_exists(#l${i}) OR #l${i} <= :lane`)
-            .join('')})`;
+        : owned
+          ? ` AND (tat <= :immediate OR (${lanes
+              .map((i) => `(NOT #f${i} = :fp OR ${within(i, ':lane')})`)
+              .join(
+                ' AND ',
+              )} AND (${lanes.map((i) => `#f${i} = :fp`).join(' OR ')} OR ${foreign})))`
+          : ` AND (tat <= :immediate OR ${foreign})`;
     return this.update({
       ConditionExpression: `tat >= :now AND tat <= :latest${fair}`,
-      UpdateExpression: `SET tat = tat + :interval${setLanes.map((set) => `${set}tat + :interval`).join('')}`,
-      ExpressionAttributeNames: names,
+      UpdateExpression: `SET tat = tat + :interval${setLanes('tat + :interval')}`,
+      ExpressionAttributeNames: usedNames,
       ExpressionAttributeValues: {
         ':now': write.nowMs,
         ':latest': write.latestTat,
         ':interval': write.intervalMs,
+        ...fingerprint,
         ...(write.lanes.length === 0
           ? {}
           : {
               ':immediate': write.immediateTat,
-              ':lane': write.latestLane,
+              ':foreign': write.latestForeignLane,
+              ...(owned ? { ':lane': write.latestLane } : {}),
             }),
       },
     });

@@ -12,7 +12,7 @@ import type { ServiceKey } from '../core/keys';
  * | `kept#<namespace>`  | `keys`: the namespace's Service keys whose NLB deletion protection keeps (tenant policy counting) |
  * | `hosts#chunk#<chunkKey>#<i>` | part `i` of the host list named by the meta item's `chunkKey` (its `hash`, plus `.labelsHash` when labels are tracked), as JSON (items hold at most 400 KB) |
  * | `evt#<eventId>`      | a lifecycle event EventBridge has not taken yet (`event` as JSON), gone by `expiresAt` (TTL, epoch s) |
- * | `budget#elbv2-registration` | the shared RegisterTargets/DeregisterTargets budget: `tat`, `n0`…`n31` (registration-budget-item.ts) |
+ * | `budget#elbv2-registration` | the shared RegisterTargets/DeregisterTargets budget: `tat`, `n0`…`n31`, `f0`…`f31`, `q0`…`q15` (registration-budget-item.ts) |
  */
 
 export const servicePrefix = 'svc#';

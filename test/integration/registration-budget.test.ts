@@ -14,10 +14,16 @@ import { TatBudgetStore } from '../../functions/aws/registration-budget';
 import { DynamoTatItem } from '../../functions/state/registration-budget-item';
 import { registrationBudgetPk } from '../../functions/state/table-layout';
 import {
+  applyBudgetWrite,
+  budgetWrite,
+  fingerprintAttribute,
   latestBookableTat,
+  latestLaneHorizon,
+  namespaceFingerprint,
   namespaceLanes,
   namespaceTicketAttribute,
   slotRule,
+  type BudgetItemAttributes,
 } from '../../functions/core/registration-slots';
 import { loadBalancerService } from '../support/kube-objects';
 import { MotoAccount } from '../../kit/moto';
@@ -159,9 +165,10 @@ describe('the registration budget shared fairly between namespaces (moto DynamoD
       new GetCommand({ TableName: 'state', Key: { pk: registrationBudgetPk } }),
     );
     const attributes = Object.keys(item.Item ?? {}).filter((k) => k !== 'pk' && k !== 'tat');
-    // The lanes of both namespaces, and the ticket line of the one that was held back.
+    // The lanes of both namespaces, who wrote each, and the ticket line of the one held back.
+    const lanes = [...hogLanes, ...namespaceLanes(quiet)];
     expect(attributes.sort()).toEqual(
-      [...hogLanes, ...namespaceLanes(quiet), namespaceTicketAttribute(hog)].sort(),
+      [...lanes, ...lanes.map(fingerprintAttribute), namespaceTicketAttribute(hog)].sort(),
     );
     // Its callers held back took tickets one call apart, after its share frees (issue 37); all
     // asking in the same instant, up to 8 attempts each, some end up sharing the line's end.
@@ -175,6 +182,100 @@ describe('the registration budget shared fairly between namespaces (moto DynamoD
       t0 + Math.max(...held) + rule.intervalMs,
     );
     expect(item.Item?.[hogLanes[0]]).toBe(item.Item?.tat);
+  });
+});
+
+describe("the budget item's conditions on DynamoDB are the in-memory rule's (moto)", () => {
+  it('a lane the namespace wrote last holds it back past its share, lanes others wrote only past two shares', async () => {
+    const account = new MotoAccount();
+    const client = account.client(DynamoDBClient);
+    await client.send(
+      new CreateTableCommand({
+        TableName: 'state',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
+    const doc = DynamoDBDocumentClient.from(client);
+    const dynamo = new DynamoTatItem(doc, 'state');
+    const rule = slotRule(spec, 'register');
+    const ns = 'team-a';
+    const [l0, l1] = namespaceLanes(ns);
+    const [f0, f1] = [fingerprintAttribute(l0), fingerprintAttribute(l1)];
+    const mine = namespaceFingerprint(ns);
+    const other = mine === 1 ? 2 : 1;
+    const now = 1_000_000;
+    const own = latestLaneHorizon(now, rule);
+    const foreign = own + rule.shareMs;
+    // A backlog: the slot must be waited for, so the lanes decide.
+    const tat = now + rule.toleranceMs + 2_000;
+    const cases: Record<string, BudgetItemAttributes> = {
+      'own lanes past the share': { tat, [l0]: own + 1, [l1]: own + 1, [f0]: mine, [f1]: mine },
+      'own lanes within the share': { tat, [l0]: own, [l1]: own, [f0]: mine, [f1]: mine },
+      'one own lane past it, the other foreign': {
+        tat,
+        [l0]: own + 1,
+        [f0]: mine,
+        [l1]: 0,
+        [f1]: other,
+      },
+      'foreign lanes past one share, within two': {
+        tat,
+        [l0]: foreign,
+        [l1]: foreign,
+        [f0]: other,
+        [f1]: other,
+      },
+      'foreign lanes past two shares': {
+        tat,
+        [l0]: foreign + 1,
+        [l1]: foreign + 1,
+        [f0]: other,
+        [f1]: other,
+      },
+      'lanes without fingerprints (an older item), past two shares': {
+        tat,
+        [l0]: foreign + 1,
+        [l1]: foreign + 1,
+      },
+      'one foreign lane within two shares': {
+        tat,
+        [l0]: foreign + 1,
+        [l1]: foreign,
+        [f0]: other,
+        [f1]: other,
+      },
+      'no lanes yet': { tat },
+    };
+    const outcomes: Record<string, boolean> = {};
+    for (const [name, values] of Object.entries(cases)) {
+      await doc.send(
+        new PutCommand({ TableName: 'state', Item: { pk: registrationBudgetPk, ...values } }),
+      );
+      const write = budgetWrite(tat, now, rule, [l0, l1], 1, mine);
+      const stored = await dynamo.write(write);
+      const expected = applyBudgetWrite(values, write);
+      expect({ name, booked: stored.booked }).toEqual({ name, booked: expected.update.booked });
+      if (stored.booked) {
+        const item = await doc.send(
+          new GetCommand({ TableName: 'state', Key: { pk: registrationBudgetPk } }),
+        );
+        const { pk: _pk, ...attributes } = item.Item ?? {};
+        expect(attributes).toEqual(expected.item);
+      }
+      outcomes[name] = stored.booked;
+    }
+    expect(outcomes).toEqual({
+      'own lanes past the share': false,
+      'own lanes within the share': true,
+      'one own lane past it, the other foreign': false,
+      'foreign lanes past one share, within two': true,
+      'foreign lanes past two shares': false,
+      'lanes without fingerprints (an older item), past two shares': false,
+      'one foreign lane within two shares': true,
+      'no lanes yet': true,
+    });
   });
 });
 

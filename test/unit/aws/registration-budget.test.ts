@@ -13,15 +13,28 @@ import {
   secondsUntilSlot,
   keptSlotGraceMs,
   latestBookableTat,
+  latestLaneHorizon,
   parseKeptSlots,
   slotWaitBoundMs,
   useKeptSlot,
   type KeptSlot,
   namespaceLanes,
+  namespaceFingerprint,
+  fingerprintAttribute,
   slotRule,
 } from '../../../functions/core/registration-slots';
 
 const spec = { perSecond: 4, burst: 10 };
+
+/** A namespace's two lanes as its booking leaves them: at `tat`, with its fingerprint. */
+function lanesWrittenBy(namespace: string, tat: number): Record<string, number> {
+  const values: Record<string, number> = {};
+  for (const lane of namespaceLanes(namespace)) {
+    values[lane] = tat;
+    values[fingerprintAttribute(lane)] = namespaceFingerprint(namespace);
+  }
+  return values;
+}
 const register = slotRule(spec, 'register');
 const deregister = slotRule(spec, 'deregister');
 
@@ -332,7 +345,7 @@ describe('RegistrationBudget', () => {
     )!;
     // The hog made the latest bookings: its latest slot is 3 s ahead.
     const tat = register.toleranceMs + register.intervalMs + 3_000;
-    item.values = { tat, [hog[0]]: tat, [hog[1]]: tat };
+    item.values = { tat, ...lanesWrittenBy('hog', tat) };
     const { budget, waits } = budgetAt(now, item);
     const q = await takeFor(`${quiet}/web`, budget);
     expect(q.kept).toEqual([{ lane: 'register', atMs: 3_250 }]);
@@ -355,6 +368,44 @@ describe('RegistrationBudget', () => {
     const again = await takeFor('hog/web', budget);
     expect(again.kept).toEqual([{ lane: 'register', atMs: 3_500 }]);
     expect(waits).toEqual([]);
+  });
+
+  it('a namespace whose lanes other namespaces wrote last is not held back by them; one that wrote them is', async () => {
+    const now = { ms: 0 };
+    const item = new MemoryTatItem();
+    const [row0, row1] = namespaceLanes('quiet');
+    // Two busy namespaces, one sharing each of quiet's lanes, booked 3 s ahead.
+    const sharing = (lane: string) =>
+      Array.from({ length: 500 }, (_, i) => `burst-${i}`).find((ns) =>
+        namespaceLanes(ns).includes(lane),
+      )!;
+    const tat = register.toleranceMs + register.intervalMs + 3_000;
+    // Past a share ahead, within two.
+    const lane = latestLaneHorizon(0, register) + register.shareMs / 2;
+    item.values = {
+      tat,
+      ...lanesWrittenBy(sharing(row0), lane),
+      ...lanesWrittenBy(sharing(row1), lane),
+    };
+    const { budget } = budgetAt(now, item);
+    // Both of quiet's lanes are past the share, but they say little of quiet: it books.
+    const quiet = await takeFor('quiet/web', budget);
+    expect(quiet.kept).toEqual([{ lane: 'register', atMs: 3_250 }]);
+    expect(item.values[fingerprintAttribute(row0)]).toBe(namespaceFingerprint('quiet'));
+    // Its lanes are its own now: its next booking is held back by its share.
+    const next = await takeFor('quiet/api', budget);
+    expect((next.error as RequeueAfterError).message).toMatch(/holds its share/);
+    // Lanes others wrote more than two shares ahead hold a namespace back all the same: one over
+    // its share whose lanes were written since gains at most a share.
+    const far = latestLaneHorizon(0, register) + register.shareMs + 1_000;
+    const other = new MemoryTatItem();
+    other.values = {
+      tat,
+      ...lanesWrittenBy(sharing(row0), far),
+      ...lanesWrittenBy(sharing(row1), far),
+    };
+    const held = await takeFor('quiet/web', budgetAt({ ms: 0 }, other).budget);
+    expect((held.error as RequeueAfterError).message).toMatch(/holds its share/);
   });
 
   it('first come, first served without a namespace, or when fairness is off', async () => {

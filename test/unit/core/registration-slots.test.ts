@@ -7,6 +7,9 @@ import {
   laneAttributes,
   latestLaneHorizon,
   namespaceLanes,
+  namespaceFingerprint,
+  fingerprintAttribute,
+  itemValues,
   slotRule,
   type BudgetItemAttributes,
   type SlotRule,
@@ -23,21 +26,18 @@ class Item {
   values: BudgetItemAttributes = {};
   book(namespace: string | undefined, nowMs: number, rule: SlotRule = register) {
     const lanes = namespace === undefined ? [] : namespaceLanes(namespace);
+    const fp = namespace === undefined ? undefined : namespaceFingerprint(namespace);
     for (;;) {
       const applied = applyBudgetWrite(
         this.values,
-        budgetWrite(this.values.tat, nowMs, rule, lanes),
+        budgetWrite(this.values.tat, nowMs, rule, lanes, 1, fp),
       );
       this.values = applied.item;
       if (applied.update.booked) {
         const base = applied.update.tat - rule.intervalMs;
         return { kind: 'slot' as const, atMs: Math.max(nowMs, base - rule.toleranceMs) };
       }
-      const booking = bookFairSlot(
-        { tat: this.values.tat, lanes: lanes.map((lane) => this.values[lane]) },
-        nowMs,
-        rule,
-      );
+      const booking = bookFairSlot(itemValues(this.values, lanes, fp, rule), nowMs, rule);
       if (booking.kind !== 'slot') return booking;
     }
   }
@@ -180,19 +180,29 @@ describe('registration budget fairness between namespaces (pure rule)', () => {
     expect(namespaceLanes('team-a')).toEqual(namespaceLanes('team-a'));
   });
 
-  it('the busy write: refused when the slot waits and both lanes are past the share, lanes set to the new tat', () => {
+  it('the busy write: refused when the slot waits and a lane the namespace wrote last is past the share, lanes set to the new tat', () => {
     const lanes = namespaceLanes('hog');
-    const write = budgetWrite(3_000, 0, register, lanes);
+    const fp = namespaceFingerprint('hog');
+    const [f0, f1] = lanes.map(fingerprintAttribute) as [string, string];
+    const write = budgetWrite(3_000, 0, register, lanes, 1, fp);
     expect(write.kind).toBe('advance');
     const latest = latestLaneHorizon(0, register);
-    const over = { tat: 3_000, [lanes[0]]: latest + 1, [lanes[1]]: latest + 1 };
+    const over = { tat: 3_000, [lanes[0]]: latest + 1, [lanes[1]]: latest + 1, [f0]: fp, [f1]: fp };
     expect(applyBudgetWrite(over, write).update).toEqual({ booked: false, item: over });
-    const within = { ...over, [lanes[1]]: latest };
+    // One of its lanes past the share is enough: it is its own horizon.
+    const oneOver = { ...over, [lanes[1]]: latest };
+    expect(applyBudgetWrite(oneOver, write).update.booked).toBe(false);
+    // Past the share, but written last by another namespace: says nothing of this one.
+    const others = { ...over, [f0]: fp + 1, [f1]: fp + 1 };
+    expect(applyBudgetWrite(others, write).update.booked).toBe(true);
+    const within = { ...over, [lanes[0]]: latest, [lanes[1]]: latest };
     const lane = 3_250;
     expect(applyBudgetWrite(within, write).item).toEqual({
       tat: 3_250,
       [lanes[0]]: lane,
       [lanes[1]]: lane,
+      [f0]: fp,
+      [f1]: fp,
     });
     // Free at once: booked whatever the lanes say.
     const idleish = { ...over, tat: register.toleranceMs };
@@ -200,11 +210,13 @@ describe('registration budget fairness between namespaces (pure rule)', () => {
       booked: true,
       tat: register.toleranceMs + register.intervalMs,
     });
-    const restart = budgetWrite(undefined, 5_000, register, lanes);
+    const restart = budgetWrite(undefined, 5_000, register, lanes, 1, fp);
     expect(applyBudgetWrite({ tat: 4_000 }, restart).item).toEqual({
       tat: 5_250,
       [lanes[0]]: 5_250,
       [lanes[1]]: 5_250,
+      [f0]: fp,
+      [f1]: fp,
     });
   });
 });
