@@ -31,6 +31,18 @@ import { createRuntimeWorld, type RuntimeWorld } from '../support/runtime-world'
 
 const spec = { perSecond: 4, burst: 10 };
 
+/** The state table as the stack makes it: a string partition key `pk`, on demand. */
+async function createStateTable(client: DynamoDBClient): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: 'state',
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+    }),
+  );
+}
+
 /**
  * DynamoDB applies each conditional write atomically; moto's threaded server does not, so the two
  * clients' requests go to moto one at a time (in whatever order the two instances send them).
@@ -59,14 +71,7 @@ describe('the registration budget on the state table (moto DynamoDB)', () => {
     const account = new MotoAccount();
     const clients = [account.client(DynamoDBClient), account.client(DynamoDBClient)];
     serialized(clients);
-    await clients[0]!.send(
-      new CreateTableCommand({
-        TableName: 'state',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      }),
-    );
+    await createStateTable(clients[0]!);
     const t0 = Date.now();
     const rule = slotRule(spec, 'register');
     const stores = clients.map(
@@ -107,14 +112,7 @@ describe('the registration budget shared fairly between namespaces (moto DynamoD
     const account = new MotoAccount();
     const clients = [account.client(DynamoDBClient), account.client(DynamoDBClient)];
     serialized(clients);
-    await clients[0]!.send(
-      new CreateTableCommand({
-        TableName: 'state',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      }),
-    );
+    await createStateTable(clients[0]!);
     const doc = DynamoDBDocumentClient.from(clients[0]!);
     let writes = 0;
     clients[1]!.middlewareStack.add(
@@ -189,14 +187,7 @@ describe("the budget item's conditions on DynamoDB are the in-memory rule's (mot
   it('a lane the namespace wrote last holds it back past its share, lanes others wrote only past two shares', async () => {
     const account = new MotoAccount();
     const client = account.client(DynamoDBClient);
-    await client.send(
-      new CreateTableCommand({
-        TableName: 'state',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      }),
-    );
+    await createStateTable(client);
     const doc = DynamoDBDocumentClient.from(client);
     const dynamo = new DynamoTatItem(doc, 'state');
     const rule = slotRule(spec, 'register');
